@@ -1,0 +1,1 @@
+"""The bot: verifies codemod fixes and opens the pull requests."""

@@ -1,0 +1,1 @@
+"""Verification of fixes: emulated device, sync/copy census, CUDA profile census."""

@@ -1,0 +1,184 @@
+"""Count host<->device copies and host waits on the emulated device.
+
+``SyncCensus`` watches every op the emulated device runs (see
+``emulated_device``) and keeps those a CUDA run would pay for in host time:
+
+* ``h2d``: data from the host lands on the device (``x.to(device)``,
+  ``torch.tensor(data, device=...)``, ``dst.copy_(cpu)``, CPU index tensors);
+* ``d2h``: device data lands on the host (``.cpu()``, ``.to("cpu")``,
+  ``.tolist()``, and ``.numpy()`` after them);
+* ``sync``: the host needs a value only the device has (``.item()``,
+  ``int(t)``, ``if t < x:``, ``nonzero``, ``x[mask]``, ``unique``...).
+
+Ops are seen once, at the level users write them: ``x[mask]`` is one
+``aten::index`` (its inner ``nonzero`` runs on the host copy, unobserved), so
+it counts one sync. The same ops on CPU tensors never reach the device and
+count nothing.
+
+Usage::
+
+    with SyncCensus(site_roots=[diffusers_src]) as census:
+        pipeline(...)
+    census.result().to_dict()
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+import torch
+from torch.utils.weak import WeakIdKeyDictionary
+
+from bot.verify import emulated_device
+from bot.verify.census_result import UNKNOWN_SITE, CensusEvent, CensusResult, relative_to_roots, summarize
+from bot.verify.emulated_device import (
+    COPY_OPS,
+    INDEXING_OPS,
+    EmulatedTensor,
+    install_emulated_device,
+    observe_device_ops,
+)
+
+aten = torch.ops.aten
+
+_SYNCING_OPS = {
+    aten._local_scalar_dense.default,
+    aten.nonzero.default,
+    aten.masked_select.default,
+    aten._unique.default,
+    aten._unique2.default,
+    aten.unique_dim.default,
+    aten.unique_consecutive.default,
+    aten.unique_dim_consecutive.default,
+    aten.equal.default,
+    aten.allclose.default,
+    aten.bincount.default,
+    # Raises on the host if the device reported a failed factorization.
+    aten._linalg_check_errors.default,
+}
+"""Ops whose result size or value the host must read before going on."""
+
+
+_MACHINERY_DIRS = (
+    str(Path(torch.__file__).parent) + os.sep,
+    str(Path(emulated_device.__file__).parent) + os.sep,
+)
+"""Frames here are never a site: torch itself, and this verifier."""
+
+
+def _on_device(value: Any) -> bool:
+    return isinstance(value, EmulatedTensor)
+
+
+def _nbytes(tensor: torch.Tensor) -> int:
+    return tensor.numel() * tensor.element_size()
+
+
+class SyncCensus:
+    """Records copies and syncs on the emulated device while active."""
+
+    def __init__(self, site_roots: Sequence[str | Path] = ()) -> None:
+        self.site_roots = tuple(Path(root).resolve() for root in site_roots)
+        self.events: list[CensusEvent] = []
+        # Tensor setitem makes Python scalars into device tensors where CUDA
+        # keeps them on the host; values made that way count as host data.
+        self._python_scalars: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        self._watch = observe_device_ops(self._observe)
+
+    def __enter__(self) -> SyncCensus:
+        install_emulated_device()
+        self._watch.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._watch.__exit__(exc_type, exc, traceback)
+
+    def result(self) -> CensusResult:
+        return summarize(self.events)
+
+    def _observe(self, op: torch._ops.OpOverload, args: tuple, kwargs: dict, result: Any) -> None:
+        if op is aten.scalar_tensor.default:
+            self._python_scalars[result] = True
+            return
+        found = self._classify(op, args, kwargs, result)
+        if found:
+            site = self._call_site()
+            name = op._schema.name
+            self.events.extend(CensusEvent(kind, name, site, size) for kind, size in found)
+
+    def _is_host_data(self, value: Any) -> bool:
+        return isinstance(value, torch.Tensor) and (not _on_device(value) or value in self._python_scalars)
+
+    def _classify(self, op: torch._ops.OpOverload, args: tuple, kwargs: dict, result: Any) -> list[tuple[str, int]]:
+        """The (kind, bytes) events one device op costs."""
+        if op is aten._to_copy.default:
+            return self._copy_events(args[0], result)
+        if op is aten.copy_.default:
+            return self._copy_events(source=args[1], destination=args[0])
+        if op in COPY_OPS:
+            return self._copy_events(source=args[0], destination=args[1])
+        if op in _SYNCING_OPS:
+            return [("sync", 0)]
+        if op is aten.repeat_interleave.Tensor:
+            # Without output_size the host must read the total to allocate.
+            return [] if kwargs.get("output_size") is not None else [("sync", 0)]
+        if op in INDEXING_OPS:
+            return self._indexing_events(op, args, kwargs)
+        return []
+
+    def _copy_events(self, source: torch.Tensor, destination: torch.Tensor) -> list[tuple[str, int]]:
+        # CUDA converts dtype on the side that has the data, then moves the
+        # destination's bytes.
+        if _on_device(destination) and self._is_host_data(source):
+            return [("h2d", _nbytes(destination))]
+        if _on_device(source) and not _on_device(destination):
+            return [("d2h", _nbytes(destination))]
+        return []
+
+    def _indexing_events(self, op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> list[tuple[str, int]]:
+        indices = [index for index in args[1] if index is not None]
+        events = [("h2d", _nbytes(index)) for index in indices if not _on_device(index)]
+        masks = [index for index in indices if _on_device(index) and index.dtype in (torch.bool, torch.uint8)]
+        if masks and not (op is not aten.index.Tensor and self._becomes_masked_fill(args, kwargs, indices)):
+            # The mask's true positions decide the result's size: a nonzero.
+            events.append(("sync", 0))
+        return events
+
+    def _becomes_masked_fill(self, args: tuple, kwargs: dict, indices: list[torch.Tensor]) -> bool:
+        """Whether ``index_put_`` takes the masked_fill path, as ATen decides on CUDA.
+
+        One device mask and a one-element host value, not accumulating:
+        ``x[mask] = 0.0`` costs nothing.
+        """
+        value = args[2]
+        accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+        return not accumulate and len(indices) == 1 and value.numel() == 1 and self._is_host_data(value)
+
+    def _call_site(self) -> str:
+        fallback = None
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            relative = relative_to_roots(filename, self.site_roots)
+            if relative is not None:
+                return f"{relative}:{frame.f_lineno}"
+            if fallback is None and not filename.startswith(_MACHINERY_DIRS):
+                fallback = f"{_display_path(filename)}:{frame.f_lineno}"
+            frame = frame.f_back
+        return fallback or UNKNOWN_SITE
+
+
+def _display_path(filename: str) -> str:
+    """Relative to the working directory when inside it, else as Python knows it."""
+    cwd = os.getcwd() + os.sep
+    return Path(filename[len(cwd) :]).as_posix() if filename.startswith(cwd) else filename

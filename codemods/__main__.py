@@ -1,0 +1,3 @@
+from codemods.cli import main
+
+main()

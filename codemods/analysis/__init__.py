@@ -1,0 +1,1 @@
+"""Shared program analysis the rules build on (static: no torch, no diffusers)."""

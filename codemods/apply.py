@@ -1,0 +1,127 @@
+"""Apply planned fixes to one file with libcst: every edit in one pass, imports once, formatting kept.
+
+Imported only when a file gets a fix: detection never pays for libcst.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from codemods.findings import Edit, Fix, ImportRequest, NodeRef
+
+if TYPE_CHECKING:
+    from codemods.rules.base import Rule
+
+
+class EditNotApplied(Exception):
+    """An edit found no node where the rule said it would be: the file is left as it was."""
+
+
+def apply_fixes(text: str, fixes: Sequence[tuple[Rule, Fix]]) -> str:
+    wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+    edits: dict[NodeRef, list[tuple[Rule, Edit]]] = {}
+    for rule, fix in fixes:
+        for edit in fix.edits:
+            edits.setdefault(edit.target, []).append((rule, edit))
+    applier = _EditApplier(wrapper.resolve(PositionProvider), edits)
+    module = wrapper.module.visit(applier)
+    if applier.pending:
+        missing = ", ".join(f"{ref.kind} at {ref.line}:{ref.column + 1}" for ref in sorted(applier.pending))
+        raise EditNotApplied(f"no node for edit(s): {missing}")
+    requests = list(dict.fromkeys(request for _, fix in fixes for request in fix.imports))
+    return add_imports(module, requests).code
+
+
+class _EditApplier(cst.CSTTransformer):
+    def __init__(self, positions: dict[cst.CSTNode, CodeRange], edits: dict[NodeRef, list[tuple[Rule, Edit]]]) -> None:
+        super().__init__()
+        self._positions = positions
+        self._edits = edits
+        self.pending = set(edits)
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:
+        position = self._positions.get(original_node)
+        if position is None:
+            return updated_node
+        start, end = position.start, position.end
+        ref = NodeRef(type(original_node).__name__, start.line, start.column, end.line, end.column)
+        for rule, edit in self._edits.get(ref, ()):
+            updated_node = rule.apply(edit, updated_node)
+        self.pending.discard(ref)
+        return updated_node
+
+
+def add_imports(module: cst.Module, requests: Iterable[ImportRequest]) -> cst.Module:
+    for request in requests:
+        module = _add_import(module, request)
+    return module
+
+
+def _add_import(module: cst.Module, request: ImportRequest) -> cst.Module:
+    body = list(module.body)
+    last_import = None
+    insert_after = None
+    for position, statement in enumerate(body):
+        imports = _imports_in(statement)
+        if imports is None:
+            if last_import is not None:
+                break
+            continue
+        last_import = position
+        for node in imports:
+            if isinstance(node, cst.ImportFrom) and _module_text(node) == request.module:
+                if not isinstance(node.names, cst.ImportStar) and request.name in _names(node):
+                    return module
+                if not isinstance(node.names, cst.ImportStar):
+                    body[position] = statement.with_changes(body=[_with_name(node, request.name)])
+                    return module.with_changes(body=body)
+            if isinstance(node, cst.ImportFrom) and _sort_key(_module_text(node)) <= _sort_key(request.module):
+                insert_after = position
+    new = cst.parse_statement(f"from {request.module} import {request.name}\n")
+    at = (insert_after if insert_after is not None else last_import if last_import is not None else -1) + 1
+    body.insert(at, new)
+    return module.with_changes(body=body)
+
+
+def _imports_in(statement: cst.CSTNode) -> list[cst.CSTNode] | None:
+    if isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
+    ):
+        return list(statement.body)
+    return None
+
+
+def _module_text(node: cst.ImportFrom) -> str:
+    dots = "".join("." for _ in node.relative)
+    name = cst.Module(body=[]).code_for_node(node.module) if node.module is not None else ""
+    return dots + name
+
+
+def _sort_key(module: str) -> tuple[int, str]:
+    # isort (ruff) puts absolute imports first, then relative ones from the furthest (`...`) to the nearest (`.`).
+    dots = len(module) - len(module.lstrip("."))
+    return (0 if dots == 0 else 100 - dots, module.lstrip("."))
+
+
+def _names(node: cst.ImportFrom) -> list[str]:
+    return [alias.evaluated_alias or alias.evaluated_name for alias in node.names]
+
+
+def _with_name(node: cst.ImportFrom, name: str) -> cst.ImportFrom:
+    aliases = list(node.names)
+    names = [alias.evaluated_name for alias in aliases]
+    position = len(aliases)
+    if names == sorted(names):
+        position = next((i for i, existing in enumerate(names) if existing > name), len(aliases))
+    new_alias = cst.ImportAlias(name=cst.Name(name))
+    if position == len(aliases):
+        last = aliases[-1]
+        aliases[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        aliases.append(new_alias.with_changes(comma=last.comma))
+    else:
+        aliases.insert(position, new_alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+    return node.with_changes(names=aliases)

@@ -1,0 +1,174 @@
+"""`codemod`: the command line (typer). Exit codes: 0 nothing to report, 1 findings remain, 2 error."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+
+from codemods.config import ConfigError
+from codemods.discovery import UsageError
+
+EXIT_CODES = """\
+Exit codes: 0 nothing left to report; 1 findings remain (with --diff/--check: there would be
+changes/findings); 2 an error (bad arguments, a file that cannot be read or parsed, a rule that
+failed on a file)."""
+
+app = typer.Typer(
+    name="codemod",
+    help=f"Find and fix performance anti-patterns in diffusers.\n\n{EXIT_CODES}",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+def _codes(values: list[str] | None) -> tuple[str, ...] | None:
+    if values is None:
+        return None
+    return tuple(code.strip() for value in values for code in value.split(",") if code.strip())
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("CODEMOD_CACHE_DIR", ".codemod_cache"))
+
+
+@app.command(epilog=EXIT_CODES)
+def run(
+    paths: Annotated[list[Path], typer.Argument(help="Files and directories (recursing into *.py).")],
+    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff of the fixes; write nothing.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="List findings; write nothing.")] = False,
+    unsafe_fixes: Annotated[bool, typer.Option("--unsafe-fixes", help="Also apply fixes that need verification.")] = False,
+    select: Annotated[list[str] | None, typer.Option(help="Rule codes or prefixes (comma-separated or repeated).")] = None,
+    ignore: Annotated[list[str] | None, typer.Option(help="Rule codes or prefixes to leave out.")] = None,
+    output_format: Annotated[OutputFormat, typer.Option("--format", help="text, json, sarif or github.")] = OutputFormat.text,
+    jobs: Annotated[int, typer.Option(min=0, help="Worker processes (0: one per core).")] = 0,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the scan cache.")] = False,
+) -> None:
+    """Apply safe fixes in place (default), or show them (--diff), or only report (--check)."""
+    from codemods.engine import Mode, RunOptions, run as run_engine
+
+    if diff and check:
+        raise UsageError("--diff and --check cannot be used together")
+    options = RunOptions(
+        paths=tuple(paths),
+        mode=Mode.DIFF if diff else Mode.CHECK if check else Mode.WRITE,
+        unsafe_fixes=unsafe_fixes,
+        select=_codes(select),
+        ignore=_codes(ignore),
+        jobs=jobs,
+        cache_dir=None if no_cache else default_cache_dir(),
+    )
+    with _progress(enabled=output_format is OutputFormat.text) as progress:
+        result = run_engine(options, progress)
+    _print_result(result, output_format)
+    raise typer.Exit(result.exit_code())
+
+
+def _print_result(result, output_format: OutputFormat) -> None:
+    from codemods import report
+
+    if output_format is OutputFormat.json:
+        print(report.as_json(result))
+    elif output_format is OutputFormat.sarif:
+        print(report.as_sarif(result))
+    elif output_format is OutputFormat.github:
+        text = report.as_github(result)
+        if text:
+            print(text)
+    else:
+        from codemods.engine import Mode
+
+        if result.mode is Mode.DIFF:
+            sys.stdout.write(report.unified_diff(result))
+        for line in report.text_lines(result):
+            print(line)
+        for error in result.errors:
+            print(f"error: {report.display_path(error.path)}{f':{error.line}' if error.line else ''}: {error.message}", file=sys.stderr)
+        print(report.summary_line(result), file=sys.stderr)
+
+
+class _progress:
+    """A rich progress bar on a terminal; nothing when stderr is not one (CI, pre-commit, pipes)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = enabled and sys.stderr.isatty()
+        self._bar = None
+        self._tasks: dict[str, int] = {}
+
+    def __enter__(self):
+        if not self._enabled:
+            return None
+        from rich.progress import Progress
+
+        self._bar = Progress(transient=True, console=None)
+        self._bar.start()
+        return self.update
+
+    def update(self, phase: str, done: int, total: int) -> None:
+        if phase not in self._tasks:
+            self._tasks[phase] = self._bar.add_task(phase, total=total)
+        self._bar.update(self._tasks[phase], completed=done, total=total)
+
+    def __exit__(self, *exc_info) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+@app.command()
+def rules() -> None:
+    """List every rule: code, name, fix safety, summary."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from codemods.rules import all_rules
+
+    table = Table("code", "name", "fix", "summary", box=None)
+    for rule in all_rules():
+        table.add_row(rule.code, rule.name, rule.fix_safety.value, rule.summary)
+    Console(width=max(120, Console().width)).print(table)
+
+
+@app.command()
+def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. DIF004.")]) -> None:
+    """Print a rule's full documentation."""
+    from codemods.rules import rule_class
+
+    rule = rule_class(code)
+    print(f"# {rule.code} {rule.name}\n\n{rule.summary}\n\nFix: {rule.fix_safety.value}\n")
+    print(rule.documentation())
+
+
+def main() -> None:
+    """Entry point: every error is one line on stderr with exit code 2, never a traceback."""
+    try:
+        code = app(standalone_mode=False)
+    except (UsageError, ConfigError) as error:
+        print(f"codemod: error: {error}", file=sys.stderr)
+        code = 2
+    except click.exceptions.UsageError as error:
+        print(f"codemod: error: {error.format_message()}", file=sys.stderr)
+        code = 2
+    except click.exceptions.Exit as exit_:
+        code = exit_.exit_code
+    except click.exceptions.Abort:
+        print("codemod: interrupted", file=sys.stderr)
+        code = 130
+    sys.exit(code or 0)
+
+
+if __name__ == "__main__":
+    main()

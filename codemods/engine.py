@@ -1,0 +1,233 @@
+"""The one data path behind the CLI, the pre-commit hook and the bot.
+
+discover files -> scan each (parallel, cached: parse, facts, rule checks) -> resolve findings
+against the whole tree -> plan fixes -> apply with libcst (parallel) -> re-scan the result
+(parses, compiles, a second pass changes nothing, `# Copied from` copies still agree) ->
+write atomically / diff / report. A file that fails any step is left byte-for-byte as it was.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+
+from codemods.cache import ScanCache, digest
+from codemods.config import Config, find_pyproject, load_config
+from codemods.discovery import discover
+from codemods.facts import FileFacts
+from codemods.findings import FileError, Finding, FixSafety
+from codemods.project import ProjectIndex, TreeInfo, module_name, package_root, parse_facts
+from codemods.rules import select_rules
+from codemods.rules.base import Rule
+from codemods.scan import Scan, ScanJob, run_scan_job
+
+Progress = Callable[[str, int, int], None]
+
+
+class Mode(str, enum.Enum):
+    WRITE = "write"  # apply fixes in place
+    DIFF = "diff"  # show what fixes would change
+    CHECK = "check"  # list findings only
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    paths: tuple[Path, ...]
+    mode: Mode = Mode.WRITE
+    unsafe_fixes: bool = False
+    select: tuple[str, ...] | None = None  # None: from the configuration (default: every rule)
+    ignore: tuple[str, ...] | None = None
+    jobs: int = 0  # 0: one per core
+    cache_dir: Path | None = None
+
+
+@dataclass
+class RunResult:
+    mode: Mode
+    rules: list[Rule]
+    files_scanned: int
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    changes: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (before, after)
+
+    @property
+    def remaining(self) -> list[Finding]:
+        return [f for f in self.findings if not f.fixed]
+
+    def exit_code(self) -> int:
+        """0: nothing left to report; 1: findings remain (or would change); 2: an error."""
+        if self.errors:
+            return 2
+        if self.mode is Mode.DIFF:
+            return 1 if self.changes or self.findings else 0
+        return 1 if self.remaining else 0
+
+    def summary(self) -> dict[str, object]:
+        by_code: dict[str, int] = {}
+        for finding in self.findings:
+            by_code[finding.code] = by_code.get(finding.code, 0) + 1
+        return {
+            "findings_by_code": dict(sorted(by_code.items())),
+            "findings": len(self.findings),
+            "fixed": sum(f.fixed for f in self.findings),
+            "fixable": sum(f.fix is not None and not f.fixed for f in self.findings),
+            "files_scanned": self.files_scanned,
+            "files_changed": len(self.changes),
+            "errors": len(self.errors),
+        }
+
+
+def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
+    config = load_config(find_pyproject(options.paths))
+    rules = select_rules(
+        options.select if options.select is not None else config.select,
+        options.ignore if options.ignore is not None else config.ignore,
+    )
+    base = config.pyproject.parent if config.pyproject else Path.cwd()
+    files = discover(options.paths, config.exclude, base)
+    return _Run(options, config, rules, files, progress or (lambda *_: None)).execute()
+
+
+class _Run:
+    def __init__(self, options: RunOptions, config: Config, rules: list[Rule], files: list[Path], progress: Progress):
+        self.options = options
+        self.rules = rules
+        self.rule_by_code = {rule.code: rule for rule in rules}
+        self.progress = progress
+        self.files = [str(f) for f in files]
+        roots_by_directory: dict[Path, Path | None] = {}
+        self.roots: dict[str, Path | None] = {}
+        for file in files:
+            if file.parent not in roots_by_directory:
+                roots_by_directory[file.parent] = package_root(file.parent)
+            self.roots[str(file)] = roots_by_directory[file.parent]
+        self.trees = {root: TreeInfo.of(root, config.line_length) for root in set(self.roots.values())}
+        self.codes = tuple(rule.code for rule in rules)
+        cache_key = repr((self.codes, sorted(self.trees.values(), key=repr)))
+        self.cache = ScanCache(options.cache_dir, cache_key)
+        self.used_cache_keys: set[str] = set()
+        self.jobs = options.jobs or os.cpu_count() or 1
+        self.originals: dict[str, str] = {}
+
+    def job(self, path: str, text: str | None = None) -> ScanJob:
+        root = self.roots[path]
+        return ScanJob(path, module_name(Path(path), root), self.trees[root], self.codes, text)
+
+    def execute(self) -> RunResult:
+        result = RunResult(self.options.mode, self.rules, len(self.files))
+        scans = self.scan_files()
+        index = ProjectIndex(
+            {root for root in self.roots.values() if root},
+            {s.path: s.facts for s in scans.values() if s.facts},
+            self.load_facts,
+        )
+        errors = {path: s.error for path, s in scans.items() if s.error}
+        findings = self.resolve(scans.values(), index, errors)
+        self.cache.save(self.used_cache_keys)
+        result.findings = findings
+        if self.options.mode is not Mode.CHECK:
+            from codemods.fixing import Fixer
+
+            fixer = Fixer(self, index, errors)
+            result.changes = fixer.fix(findings)
+            if self.options.mode is Mode.WRITE:
+                self.write(result.changes, errors)
+        result.errors = sorted(errors.values(), key=lambda e: e.path)
+        result.findings.sort(key=Finding.sort_key)
+        return result
+
+    def scan_files(self) -> dict[str, Scan]:
+        scans: dict[str, Scan] = {}
+        pending: list[ScanJob] = []
+        keys: dict[str, str] = {}
+        for path in self.files:
+            try:
+                data = Path(path).read_bytes()
+            except OSError as error:
+                scans[path] = Scan(path, [], None, FileError(path, f"cannot read: {error.strerror}"))
+                continue
+            keys[path] = digest(path, data)
+            cached = self.cache.get(keys[path])
+            if cached is not None:
+                scans[path] = cached
+            else:
+                pending.append(self.job(path))
+        self.progress("scan", len(scans), len(self.files))
+        for scan in self.map(run_scan_job, pending, "scan", already=len(scans), total=len(self.files)):
+            scans[scan.path] = scan
+            self.cache.put(keys[scan.path], scan)
+        self.used_cache_keys.update(keys.values())
+        return scans
+
+    def load_facts(self, path: str, module: str, text: str) -> FileFacts | None:
+        """Facts of a tree file this run did not scan (the index asks only when a finding needs them)."""
+        key = "facts:" + digest(path, text.encode("utf-8"))
+        self.used_cache_keys.add(key)
+        cached = self.cache.get(key)
+        if cached is None:
+            cached = parse_facts(path, module, text)
+            self.cache.put(key, cached)
+        return cached
+
+    def map(self, function: Callable, jobs: list, phase: str, already: int = 0, total: int = 0) -> Iterator:
+        total = total or len(jobs)
+        if len(jobs) < 8 or self.jobs == 1:
+            for done, job in enumerate(jobs, start=1):
+                yield function(job)
+                self.progress(phase, already + done, total)
+            return
+        chunk = max(1, min(32, len(jobs) // (self.jobs * 8)))
+        with ProcessPoolExecutor(self.jobs, mp_context=get_context("fork"), initializer=_quiet_worker) as pool:
+            for done, value in enumerate(pool.map(function, jobs, chunksize=chunk), start=1):
+                yield value
+                self.progress(phase, already + done, total)
+
+    def resolve(self, scans: Iterable[Scan], index: ProjectIndex, errors: dict[str, FileError]) -> list[Finding]:
+        resolved = []
+        for scan in scans:
+            for finding in scan.findings:
+                rule = self.rule_by_code[finding.code]
+                try:
+                    kept = rule.resolve(finding, index)
+                except Exception as crash:  # same contract as a crash in check
+                    errors[scan.path] = FileError(scan.path, f"rule {rule.code} failed: {type(crash).__name__}: {crash}")
+                    continue
+                if kept is not None:
+                    resolved.append(kept)
+        return resolved
+
+    def wanted(self, finding: Finding) -> bool:
+        """Whether this run applies the finding's fix (safe ones always, unsafe ones on request)."""
+        if finding.fix is None:
+            return False
+        return finding.fix.safety is FixSafety.SAFE or self.options.unsafe_fixes
+
+    def write(self, changes: dict[str, tuple[str, str]], errors: dict[str, FileError]) -> None:
+        for path, (before, after) in list(changes.items()):
+            target = Path(path)
+            try:
+                if target.read_bytes() != before.encode("utf-8"):
+                    errors[path] = FileError(path, "changed on disk during the run; not written")
+                    del changes[path]
+                    continue
+                mode = target.stat().st_mode
+                with tempfile.NamedTemporaryFile("wb", dir=target.parent, prefix=f".{target.name}.", delete=False) as handle:
+                    handle.write(after.encode("utf-8"))
+                os.chmod(handle.name, mode)
+                os.replace(handle.name, target)
+            except OSError as error:
+                errors[path] = FileError(path, f"cannot write: {error.strerror}")
+                del changes[path]
+
+
+def _quiet_worker() -> None:
+    # Trees are freed by reference counting; the cycle collector only costs time in a scan.
+    import gc
+
+    gc.disable()

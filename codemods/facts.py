@@ -1,0 +1,225 @@
+"""Per-file facts that other files' findings depend on, extracted once from the parsed tree.
+
+A rule in one file may need to know about another: what a model's `forward` returns when
+`return_dict=False`, which blocks are `# Copied from` which source. Facts are plain data,
+cached by file content, so a warm run never re-parses a file to learn them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from codemods.source import LineIndex
+
+_COPIED_FROM = re.compile(r"^(\s*)#\s*Copied from\s+diffusers\.(\S+\.\S+)\s*($|\S.*$)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class OutputReturn:
+    """`return SomeOutput(sample=x)`: the dataclass and the source text of each field's value."""
+
+    output_class: str
+    keywords: tuple[tuple[str, str], ...]
+    positional: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MethodFacts:
+    name: str
+    positional: tuple[str, ...]  # positional parameters, `self` left out
+    keyword_only: tuple[str, ...]
+    has_var_kwargs: bool
+    # When the method takes `return_dict`: the first items of the tuples it returns under
+    # `if not return_dict:`, and the output dataclasses it returns otherwise.
+    tuple_firsts: tuple[str, ...] = ()
+    output_returns: tuple[OutputReturn, ...] = ()
+    # `return self.other(..., return_dict=return_dict)`: what `other` returns, this returns.
+    delegates: tuple[str, ...] = ()
+
+    @property
+    def takes_return_dict(self) -> bool:
+        return "return_dict" in self.positional or "return_dict" in self.keyword_only
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    name: str
+    module: str
+    path: str
+    line: int
+    end_line: int
+    bases: tuple[str, ...]
+    methods: dict[str, MethodFacts]
+    fields: tuple[str, ...]  # annotated class attributes in order (dataclass fields)
+    enum_members: tuple[str, ...]
+    metaclass: str | None = None
+
+    @property
+    def is_placeholder(self) -> bool:
+        # diffusers' `utils/dummy_*_objects.py` define same-named stand-ins for missing backends.
+        return self.metaclass == "DummyObject"
+
+
+@dataclass(frozen=True)
+class CopyBlock:
+    """A definition marked `# Copied from diffusers.<source>`; lines cover the `def`/`class` statement."""
+
+    path: str
+    qualname: str  # dotted inside its module: "Class.method"
+    source: str  # "models.x.Y.method" (without the "diffusers." prefix)
+    replacements: str  # "with A->B, C->D" or ""
+    comment_line: int
+    start_line: int
+    end_line: int
+
+
+@dataclass
+class FileFacts:
+    path: str
+    module: str
+    classes: dict[str, ClassFacts] = field(default_factory=dict)
+    definitions: dict[str, tuple[int, int]] = field(default_factory=dict)  # qualname -> (start, end) lines
+    copies: tuple[CopyBlock, ...] = ()
+
+
+def extract_facts(path: str, module: str, text: str, tree: ast.Module) -> FileFacts:
+    facts = FileFacts(path=path, module=module)
+    starts: dict[int, str] = {}
+    for qualname, node in _definitions(tree, ""):
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        facts.definitions[qualname] = (node.lineno, node.end_lineno or node.lineno)
+        starts[first] = qualname
+        if isinstance(node, ast.ClassDef):
+            facts.classes.setdefault(node.name, _class_facts(node, module, path))
+    if "Copied from" in text:
+        facts.copies = tuple(_copy_blocks(path, text, starts, facts.definitions))
+    return facts
+
+
+def _definitions(body_owner: ast.AST, prefix: str):
+    for node in getattr(body_owner, "body", ()):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            qualname = f"{prefix}{node.name}"
+            yield qualname, node
+            if isinstance(node, ast.ClassDef):
+                yield from _definitions(node, qualname + ".")
+
+
+def _class_facts(node: ast.ClassDef, module: str, path: str) -> ClassFacts:
+    methods: dict[str, MethodFacts] = {}
+    fields: list[str] = []
+    enum_members: list[str] = []
+    bases = tuple(b for b in (_base_name(base) for base in node.bases) if b)
+    is_enum = any(b.endswith("Enum") for b in bases)
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            methods[item.name] = _method_facts(item)
+        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            fields.append(item.target.id)
+        elif is_enum and isinstance(item, ast.Assign):
+            enum_members.extend(t.id for t in item.targets if isinstance(t, ast.Name))
+    return ClassFacts(
+        name=node.name,
+        module=module,
+        path=path,
+        line=node.lineno,
+        end_line=node.end_lineno or node.lineno,
+        bases=bases,
+        methods=methods,
+        fields=tuple(fields),
+        enum_members=tuple(enum_members),
+        metaclass=next((_base_name(k.value) for k in node.keywords if k.arg == "metaclass"), None),
+    )
+
+
+def _base_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _method_facts(node: ast.FunctionDef | ast.AsyncFunctionDef) -> MethodFacts:
+    args = node.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    if positional and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    facts = MethodFacts(
+        name=node.name,
+        positional=tuple(positional),
+        keyword_only=tuple(a.arg for a in args.kwonlyargs),
+        has_var_kwargs=args.kwarg is not None,
+    )
+    if not facts.takes_return_dict:
+        return facts
+    tuple_firsts: list[str] = []
+    outputs: list[OutputReturn] = []
+    delegates: list[str] = []
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.If) and _is_not_return_dict(inner.test):
+            for statement in ast.walk(ast.Module(body=inner.body, type_ignores=[])):
+                if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Tuple):
+                    elements = statement.value.elts
+                    tuple_firsts.append(ast.unparse(elements[0]) if elements else "")
+        elif isinstance(inner, ast.Return) and isinstance(inner.value, ast.Call):
+            name = _base_name(inner.value.func)
+            if _passes_return_dict_through(inner.value) and _is_self_method(inner.value.func):
+                delegates.append(name)
+            elif name and name[:1].isupper():
+                outputs.append(
+                    OutputReturn(
+                        output_class=name,
+                        keywords=tuple((k.arg, ast.unparse(k.value)) for k in inner.value.keywords if k.arg),
+                        positional=tuple(ast.unparse(a) for a in inner.value.args),
+                    )
+                )
+    return MethodFacts(
+        name=facts.name,
+        positional=facts.positional,
+        keyword_only=facts.keyword_only,
+        has_var_kwargs=facts.has_var_kwargs,
+        tuple_firsts=tuple(tuple_firsts),
+        output_returns=tuple(outputs),
+        delegates=tuple(delegates),
+    )
+
+
+def _passes_return_dict_through(call: ast.Call) -> bool:
+    return any(
+        k.arg == "return_dict" and isinstance(k.value, ast.Name) and k.value.id == "return_dict" for k in call.keywords
+    )
+
+
+def _is_self_method(func: ast.expr) -> bool:
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+
+
+def _is_not_return_dict(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.UnaryOp)
+        and isinstance(test.op, ast.Not)
+        and isinstance(test.operand, ast.Name)
+        and test.operand.id == "return_dict"
+    )
+
+
+def _copy_blocks(path: str, text: str, starts: dict[int, str], definitions: dict[str, tuple[int, int]]):
+    lines = LineIndex(text)
+    for match in _COPIED_FROM.finditer(text):
+        comment_line = lines.line_of(match.start())
+        qualname = starts.get(comment_line + 1)
+        if qualname is None:
+            continue  # a comment check_copies would reject anyway; nothing of ours relies on it
+        start, end = definitions[qualname]
+        yield CopyBlock(
+            path=path,
+            qualname=qualname,
+            source=match.group(2),
+            replacements=match.group(3).strip(),
+            comment_line=comment_line,
+            start_line=start,
+            end_line=end,
+        )

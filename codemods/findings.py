@@ -1,0 +1,118 @@
+"""What rules report: findings, their fixes, and the edits a fix is made of.
+
+Everything here is plain, picklable data: detection runs in worker processes, the plan
+(which fixes to apply) is made once for the whole tree, and the edits are applied with
+libcst only in the files that change.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class FixSafety(str, enum.Enum):
+    """How much a fix can be trusted without running the code."""
+
+    SAFE = "safe"  # provably equivalent: applied by default
+    UNSAFE = "unsafe"  # plausible, needs verification: applied only with --unsafe-fixes
+    NONE = "none"  # report only
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, order=True)
+class NodeRef:
+    """A libcst node, by its class name and its extent (1-based lines, 0-based character columns)."""
+
+    kind: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to one node: the rule that made it turns `op` and `params` into new libcst nodes."""
+
+    target: NodeRef
+    op: str
+    params: tuple[tuple[str, Any], ...] = ()
+    # Edits that only insert into a node's body (a method into a class) compose with others on
+    # the same node; edits that replace a node exclude every other edit inside it.
+    inserts: bool = False
+
+    def param(self, name: str) -> Any:
+        return dict(self.params)[name]
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """`from <module> import <name>`, where `module` is written as the file's neighbours would (may be relative)."""
+
+    module: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    safety: FixSafety
+    description: str
+    edits: tuple[Edit, ...]
+    imports: tuple[ImportRequest, ...] = ()
+
+
+@dataclass
+class Finding:
+    code: str
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    fix: Fix | None = None
+    fixed: bool = False
+    # Why a fix the rule offered was not applied (a copy group that cannot change together, a conflict...).
+    not_fixed_reason: str | None = None
+    # Facts a rule asks the whole-tree pass to confirm before the fix stands (see Rule.resolve).
+    requires: tuple[tuple[str, ...], ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fix_safety(self) -> FixSafety:
+        return self.fix.safety if self.fix else FixSafety.NONE
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.line, self.column, self.code)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column + 1,
+            "end_line": self.end_line,
+            "end_column": self.end_column + 1,
+            "message": self.message,
+            "fix_safety": self.fix_safety.value,
+            "fix": self.fix.description if self.fix else None,
+            "fixed": self.fixed,
+            "not_fixed_reason": self.not_fixed_reason,
+        }
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file the run could not handle; it is left untouched."""
+
+    path: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.message}"

@@ -1,0 +1,203 @@
+"""Applying fixes and proving the result before anything is written.
+
+A planned set of fixes is applied per file (libcst, in worker processes); the new texts are
+scanned again, and a file's fixes stand only if: the new text parses and compiles; every
+`# Copied from` pair the fixes touch still agrees (source and copies change together or not
+at all); and a second pass would apply nothing more. Fixes that fail are declined with a
+reason (the finding stays reported), and the rest is re-applied from the original text.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codemods.copies import CopyPair, copy_is_consistent, copy_pairs
+from codemods.facts import FileFacts
+from codemods.findings import FileError, Finding, Fix
+from codemods.project import ProjectIndex
+from codemods.rules import select_rules
+from codemods.scan import Scan, ScanJob, run_scan_job
+
+if TYPE_CHECKING:
+    from codemods.engine import _Run
+
+# Each round re-applies from the original texts with fewer fixes; a handful always settles it.
+_MAX_ROUNDS = 6
+
+
+@dataclass(frozen=True)
+class ApplyJob:
+    path: str
+    text: str
+    fixes: tuple[tuple[str, Fix], ...]  # (rule code, fix)
+
+
+@dataclass(frozen=True)
+class Applied:
+    path: str
+    text: str | None
+    error: str | None = None
+
+
+def run_apply_job(job: ApplyJob) -> Applied:
+    from codemods.apply import EditNotApplied, apply_fixes
+
+    rules = _rules(tuple(sorted({code for code, _ in job.fixes})))
+    try:
+        text = apply_fixes(job.text, [(rules[code], fix) for code, fix in job.fixes])
+    except EditNotApplied as error:
+        return Applied(job.path, None, f"fix not applied: {error}")
+    except Exception as crash:  # a rule's edit that crashes leaves the file as it was
+        return Applied(job.path, None, f"fix failed: {type(crash).__name__}: {crash}")
+    try:
+        compile(text, job.path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as error:
+        return Applied(job.path, None, f"fix produced code that does not compile: {error}")
+    return Applied(job.path, text)
+
+
+@cache
+def _rules(codes: tuple[str, ...]) -> dict[str, object]:
+    return {rule.code: rule for rule in select_rules(codes)}
+
+
+class Fixer:
+    def __init__(self, run: _Run, index: ProjectIndex, errors: dict[str, FileError]) -> None:
+        self.run = run
+        self.index = index
+        self.errors = errors
+        self.declined: dict[int, str] = {}
+
+    def fix(self, findings: list[Finding]) -> dict[str, tuple[str, str]]:
+        candidates = [f for f in findings if self.run.wanted(f) and f.path not in self.errors]
+        self._decline_conflicts(candidates)
+        for finding in findings:
+            if finding.fix is not None and not self.run.wanted(finding):
+                finding.not_fixed_reason = "unsafe fix: apply with --unsafe-fixes"
+        changes: dict[str, tuple[str, str]] = {}
+        for _ in range(_MAX_ROUNDS):
+            active = [f for f in candidates if id(f) not in self.declined and f.path not in self.errors]
+            changes, rescans = self._apply(active)
+            if self._check_copies(active, changes, rescans) and self._check_second_pass(active, changes, rescans):
+                break
+        else:
+            changes = {}
+            for finding in candidates:
+                self.declined.setdefault(id(finding), "fixes did not settle; nothing written")
+        for finding in candidates:
+            if id(finding) in self.declined:
+                finding.not_fixed_reason = self.declined[id(finding)]
+            else:
+                finding.fixed = finding.path in changes
+        return changes
+
+    def _decline_conflicts(self, candidates: list[Finding]) -> None:
+        """Two fixes replacing the same node cannot both apply; the first (by position) wins."""
+        owner: dict[tuple[str, object], Finding] = {}
+        for finding in sorted(candidates, key=Finding.sort_key):
+            for edit in finding.fix.edits:
+                if edit.inserts:
+                    continue
+                key = (finding.path, edit.target)
+                if key in owner and owner[key] is not finding:
+                    first = owner[key]
+                    self.declined[id(finding)] = f"same code as the {first.code} fix at line {first.line}; run again"
+                    break
+                owner[key] = finding
+
+    def _apply(self, active: list[Finding]) -> tuple[dict[str, tuple[str, str]], dict[str, Scan]]:
+        by_path: dict[str, list[Finding]] = {}
+        for finding in active:
+            by_path.setdefault(finding.path, []).append(finding)
+        jobs = [
+            ApplyJob(path, self._original(path), tuple((f.code, f.fix) for f in sorted(group, key=Finding.sort_key)))
+            for path, group in sorted(by_path.items())
+        ]
+        changes = {}
+        for applied in self.run.map(run_apply_job, jobs, "fix"):
+            if applied.error:
+                self._fail(applied.path, applied.error, by_path[applied.path])
+            elif applied.text != self._original(applied.path):
+                changes[applied.path] = (self._original(applied.path), applied.text)
+        rescan_jobs = [self.run.job(path, after) for path, (_, after) in changes.items()]
+        rescans = {scan.path: scan for scan in self.run.map(run_scan_job, rescan_jobs, "check")}
+        for path, scan in rescans.items():
+            if scan.error:
+                self._fail(path, f"the fixed file failed its re-check: {scan.error.message}", by_path[path])
+                del changes[path]
+        return changes, rescans
+
+    def _original(self, path: str) -> str:
+        if path not in self.run.originals:
+            self.run.originals[path] = Path(path).read_bytes().decode("utf-8")
+        return self.run.originals[path]
+
+    def _fail(self, path: str, message: str, findings: list[Finding]) -> None:
+        self.errors[path] = FileError(path, message)
+        for finding in findings:
+            self.declined[id(finding)] = message
+
+    def _check_copies(self, active: list[Finding], changes: dict[str, tuple[str, str]], rescans: dict[str, Scan]) -> bool:
+        """Decline fixes that would make a `# Copied from` copy differ from its source; True if none did."""
+        in_run = set(self.run.files)
+
+        def text_after(path: str) -> str:
+            return changes[path][1] if path in changes else self.index.text(path) or ""
+
+        def facts_after(path: str) -> FileFacts | None:
+            return rescans[path].facts if path in rescans else self.index.facts(path)
+
+        def text_before(path: str) -> str:
+            return self.index.text(path) or ""
+
+        settled = True
+        verdicts: dict[CopyPair, str | None] = {}
+        for finding in active:
+            if finding.path not in changes:
+                continue
+            for pair in self._pairs(finding):
+                if pair not in verdicts:
+                    verdicts[pair] = self._copy_problem(pair, in_run, text_before, text_after, facts_after)
+                if verdicts[pair]:
+                    self.declined[id(finding)] = verdicts[pair]
+                    settled = False
+                    break
+        return settled
+
+    def _pairs(self, finding: Finding) -> frozenset[CopyPair]:
+        pairs: set[CopyPair] = set(copy_pairs(self.index, finding.path, finding.line, finding.end_line))
+        for edit in finding.fix.edits:
+            pairs |= copy_pairs(self.index, finding.path, edit.target.line, edit.target.end_line)
+        return frozenset(pairs)
+
+    def _copy_problem(self, pair: CopyPair, in_run: set[str], before, after, facts_after) -> str | None:
+        members = f"`{pair.copy_qualname}` in {pair.copy_path} is `# Copied from` `{pair.source_qualname}` in {pair.source_path}"
+        outside = [p for p in (pair.copy_path, pair.source_path) if p not in in_run]
+        if outside:
+            return f"{members}; both must change together, and {', '.join(outside)} is not part of this run"
+        if not copy_is_consistent(pair, before, self.index.facts):
+            return f"{members}, but they already differ, so agreement after the fix cannot be shown"
+        if not copy_is_consistent(pair, after, facts_after):
+            return f"{members}; the fix does not apply to both alike, so it is applied to neither"
+        return None
+
+    def _check_second_pass(self, active: list[Finding], changes: dict[str, tuple[str, str]], rescans: dict[str, Scan]) -> bool:
+        """A second run must apply nothing: what is still fixable was declined on purpose."""
+        index = self.index.overlay({p: after for p, (_, after) in changes.items()}, {p: s.facts for p, s in rescans.items()})
+        declined = Counter(f.path for f in active if id(f) in self.declined)
+        settled = True
+        for path, scan in rescans.items():
+            again = [f for f in self.run.resolve([scan], index, {}) if self.run.wanted(f)]
+            if len(again) > declined[path]:
+                leftover = again[0]
+                self._fail(
+                    path,
+                    f"rule {leftover.code} would change the fixed file again (line {leftover.line}): not idempotent",
+                    [f for f in active if f.path == path],
+                )
+                settled = False
+        return settled

@@ -1,0 +1,167 @@
+"""The tree a file belongs to: its package root, and an index of facts across its files.
+
+Findings in one file can depend on another (a pipeline's `self.unet(...)` on the model's
+`forward`; a `# Copied from` copy on its source). The index answers those questions
+lazily: files already scanned by the run contribute their facts for free, any other file
+of the tree is read and parsed only when a question names it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from codemods.facts import ClassFacts, CopyBlock, FileFacts, MethodFacts, extract_facts
+
+_DEFINED_FUNCTION = re.compile(r"^def (\w+)", re.MULTILINE)
+_CLASS_NAME = re.compile(r"^\s*class (\w+)", re.MULTILINE)
+
+
+def package_root(path: Path) -> Path | None:
+    """The outermost package directory holding `path` (`.../src/diffusers` for any file inside it)."""
+    directory = path if path.is_dir() else path.parent
+    root = None
+    while (directory / "__init__.py").is_file():
+        root = directory
+        if directory.parent == directory:
+            break
+        directory = directory.parent
+    return root
+
+
+def module_name(path: Path, root: Path | None) -> str:
+    if root is None:
+        return path.stem
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@dataclass(frozen=True)
+class TreeInfo:
+    """What a worker needs to know about a file's tree; small, so it travels to every process."""
+
+    root: str | None
+    package: str
+    torch_utils_names: frozenset[str]  # helpers the tree's `utils/torch_utils.py` defines
+    line_length: int
+
+    @classmethod
+    def of(cls, root: Path | None, line_length: int) -> TreeInfo:
+        if root is None:
+            return cls(None, "", frozenset(), line_length)
+        torch_utils = root / "utils" / "torch_utils.py"
+        text = torch_utils.read_text("utf-8") if torch_utils.is_file() else ""
+        return cls(str(root), root.name, frozenset(_DEFINED_FUNCTION.findall(text)), line_length)
+
+
+FactsLoader = Callable[[str, str, str], FileFacts | None]
+
+
+def parse_facts(path: str, module: str, text: str) -> FileFacts | None:
+    try:
+        return extract_facts(path, module, text, ast.parse(text, filename=path))
+    except (SyntaxError, ValueError):
+        return None
+
+
+class ProjectIndex:
+    """Facts across the trees of a run, loaded on demand."""
+
+    def __init__(self, roots: Iterable[Path], known: dict[str, FileFacts], load: FactsLoader = parse_facts) -> None:
+        self._roots = sorted(set(roots))
+        self._facts: dict[str, FileFacts | None] = dict(known)
+        self._load = load
+
+    @cached_property
+    def _texts(self) -> dict[str, str]:
+        texts = {}
+        for root in self._roots:
+            for path in sorted(root.rglob("*.py")):
+                try:
+                    texts[str(path)] = path.read_text("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+        return texts
+
+    def overlay(self, texts: dict[str, str], facts: dict[str, FileFacts | None]) -> ProjectIndex:
+        """The same tree with some files rewritten (to check a fix before it is written)."""
+        index = ProjectIndex(self._roots, {**self._facts, **facts}, self._load)
+        index.__dict__["_texts"] = {**self._texts, **texts}
+        return index
+
+    def text(self, path: str) -> str | None:
+        return self._texts.get(path)
+
+    def facts(self, path: str) -> FileFacts | None:
+        if path not in self._facts:
+            text = self._texts.get(path)
+            root = next((r for r in self._roots if Path(path).is_relative_to(r)), None)
+            module = module_name(Path(path), root)
+            self._facts[path] = self._load(path, module, text) if text is not None else None
+        return self._facts[path]
+
+    @cached_property
+    def _class_files(self) -> dict[str, list[str]]:
+        where: dict[str, list[str]] = {}
+        for path, text in self._texts.items():
+            for name in _CLASS_NAME.findall(text):
+                where.setdefault(name, []).append(path)
+        return where
+
+    def classes(self, name: str) -> list[ClassFacts]:
+        found = []
+        for path in self._class_files.get(name, ()):
+            facts = self.facts(path)
+            if facts and name in facts.classes and not facts.classes[name].is_placeholder:
+                found.append(facts.classes[name])
+        return found
+
+    def methods(self, class_name: str, method: str, _seen: frozenset[str] = frozenset()) -> list[MethodFacts] | None:
+        """Every definition `class_name.method` may resolve to (through bases); None if any class is unknown."""
+        classes = self.classes(class_name)
+        if not classes or class_name in _seen:
+            return None
+        found: list[MethodFacts] = []
+        for cls in classes:
+            if method in cls.methods:
+                found.append(cls.methods[method])
+                continue
+            inherited = [self.methods(base, method, _seen | {class_name}) for base in cls.bases]
+            resolved = [m for m in inherited if m]
+            if not resolved:
+                return None
+            found.extend(resolved[0])  # the first base that defines it wins, as in the MRO
+        return found
+
+    def expand_types(self, name: str) -> list[str]:
+        """Class names an annotation stands for: an Enum of scheduler names stands for its members."""
+        classes = self.classes(name)
+        members = [m for cls in classes for m in cls.enum_members]
+        return members or [name]
+
+    def module_path(self, module: str) -> str | None:
+        """The file of `models.x.y` (dotted, without the package name) in any root."""
+        for root in self._roots:
+            candidate = root.joinpath(*module.split(".")).with_suffix(".py")
+            if str(candidate) in self._texts:
+                return str(candidate)
+        return None
+
+    def copies_citing(self, dotted: str, inner: bool = False) -> list[CopyBlock]:
+        """Blocks marked `# Copied from diffusers.<dotted>`; with `inner`, also those copied from inside it."""
+        needle = f"Copied from diffusers.{dotted}"
+        blocks = []
+        for path, text in self._texts.items():
+            if needle not in text:
+                continue
+            facts = self.facts(path)
+            for block in facts.copies if facts else ():
+                if block.source == dotted or (inner and block.source.startswith(dotted + ".")):
+                    blocks.append(block)
+        return blocks

@@ -1,0 +1,77 @@
+"""What every rule is: a code, its documentation, a cheap trigger, a check, and the edits it knows how to make."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from codemods.findings import Edit, Finding, Fix, FixSafety, ImportRequest
+from codemods.project import ProjectIndex, TreeInfo
+from codemods.source import SourceFile
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "Evidence")
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small invalid snippet; `fixed` is the source after the fix, or None when the rule only reports."""
+
+    source: str
+    fixed: str | None = None
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    fix_safety: ClassVar[FixSafety]  # the most a finding of this rule can offer
+    # Lines matching this are the only places the rule looks at; a file with none is never parsed for it.
+    trigger: ClassVar[re.Pattern[str]]
+    valid: ClassVar[tuple[str, ...]] = ()
+    invalid: ClassVar[tuple[Example, ...]] = ()
+
+    def check(self, source: SourceFile, tree: TreeInfo) -> Iterable[Finding]:
+        raise NotImplementedError
+
+    def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
+        """Confirm what the check could not see from one file (finding.requires); None drops the finding."""
+        return finding
+
+    def apply(self, edit: Edit, node: cst.CSTNode) -> cst.CSTNode:
+        return getattr(self, f"edit_{edit.op}")(node, **dict(edit.params))
+
+    @classmethod
+    def documentation(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    def finding(
+        self,
+        source: SourceFile,
+        node: Any,
+        message: str,
+        fix: Fix | None = None,
+        requires: tuple[tuple[str, ...], ...] = (),
+        **extra: Any,
+    ) -> Finding:
+        span = source.span(node)
+        return Finding(
+            code=self.code,
+            path=source.path,
+            line=span.line,
+            column=span.column,
+            end_line=span.end_line,
+            end_column=span.end_column,
+            message=message,
+            fix=fix,
+            requires=requires,
+            extra=extra,
+        )
+
+    def fix(self, description: str, *edits: Edit, imports: tuple[ImportRequest, ...] = ()) -> Fix:
+        return Fix(safety=self.fix_safety, description=description, edits=edits, imports=imports)

@@ -1,0 +1,73 @@
+"""Detection for one file: decode, parse, extract facts, run each triggered rule. Runs in worker processes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from codemods.facts import FileFacts, extract_facts
+from codemods.findings import FileError, Finding
+from codemods.project import TreeInfo
+from codemods.rules import select_rules
+from codemods.rules.base import Rule
+from codemods.source import SourceFile
+
+
+@dataclass
+class Scan:
+    path: str
+    findings: list[Finding]
+    facts: FileFacts | None
+    error: FileError | None = None
+
+
+@dataclass(frozen=True)
+class ScanJob:
+    path: str
+    module: str
+    tree: TreeInfo
+    rule_codes: tuple[str, ...]
+    text: str | None = None  # a rewritten text to scan instead of the file on disk
+
+
+def run_scan_job(job: ScanJob) -> Scan:
+    if job.text is not None:
+        return scan_text(job.path, job.module, job.text, job.tree, _rules(job.rule_codes))
+    try:
+        data = Path(job.path).read_bytes()
+    except OSError as error:
+        return Scan(job.path, [], None, FileError(job.path, f"cannot read: {error.strerror}"))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return Scan(job.path, [], None, FileError(job.path, f"not valid UTF-8 (byte {error.start}: {error.reason})"))
+    return scan_text(job.path, job.module, text, job.tree, _rules(job.rule_codes))
+
+
+@cache
+def _rules(codes: tuple[str, ...]) -> list[Rule]:
+    return select_rules(codes) if codes else []
+
+
+def scan_text(path: str, module: str, text: str, tree: TreeInfo, rules: list[Rule]) -> Scan:
+    source = SourceFile(path, text, module)
+    try:
+        parsed = source.tree
+    except SyntaxError as error:
+        return Scan(path, [], None, FileError(path, f"syntax error: {error.msg}", error.lineno))
+    except ValueError as error:  # e.g. null bytes
+        return Scan(path, [], None, FileError(path, f"cannot parse: {error}"))
+    facts = extract_facts(path, module, text, parsed)
+    findings: list[Finding] = []
+    error = None
+    for rule in rules:
+        if not rule.trigger.search(text):
+            continue
+        try:
+            found = list(rule.check(source, tree))
+        except Exception as crash:  # a rule bug must not take the run (or the file) down with it
+            error = FileError(path, f"rule {rule.code} failed: {type(crash).__name__}: {crash}")
+            continue
+        findings.extend(f for f in found if not source.suppressed(f.code, f.line, f.end_line))
+    return Scan(path, findings, facts, error)

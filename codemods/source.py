@@ -1,0 +1,163 @@
+"""One Python file as the rules see it: text, stdlib `ast` tree, positions, suppressions.
+
+Detection uses stdlib `ast` (10x faster to parse than libcst); libcst is paid for only
+in files that get a fix (see `codemods.apply`).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from codemods.findings import NodeRef
+
+_SUPPRESSION = re.compile(r"#\s*codemod:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
+
+Ancestors = tuple[ast.AST, ...]
+
+
+@dataclass(frozen=True)
+class Span:
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+class SourceFile:
+    """A file's text and its parsed tree; `module` is its dotted name inside its package ("" if none)."""
+
+    def __init__(self, path: str, text: str, module: str = "") -> None:
+        self.path = path
+        self.text = text
+        self.module = module
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    @cached_property
+    def tree(self) -> ast.Module:
+        return ast.parse(self.text, filename=self.path)
+
+    @cached_property
+    def package(self) -> str:
+        """The dotted package this module lives in (for resolving relative imports)."""
+        return self.module.rsplit(".", 1)[0] if "." in self.module else self.module
+
+    def char_column(self, line: int, byte_column: int) -> int:
+        """`ast` columns count UTF-8 bytes, libcst's count characters."""
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        if text.isascii():
+            return byte_column
+        return len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
+
+    def span(self, node: ast.AST) -> Span:
+        return Span(
+            node.lineno,
+            self.char_column(node.lineno, node.col_offset),
+            node.end_lineno or node.lineno,
+            self.char_column(node.end_lineno or node.lineno, node.end_col_offset or 0),
+        )
+
+    def ref(self, node: ast.AST, kind: str) -> NodeRef:
+        """Where libcst will find `node` (as a node of class `kind`)."""
+        span = self.span(node)
+        return NodeRef(kind, span.line, span.column, span.end_line, span.end_column)
+
+    def segment(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.text, node) or ""
+
+    def offset(self, line: int, byte_column: int) -> int:
+        """Character offset in `text` of an `ast` position."""
+        return self.line_index.start_of(line) + self.char_column(line, byte_column)
+
+    def text_between(self, inner: ast.AST, outer: ast.AST) -> str:
+        """What follows `inner` up to the end of `outer` (e.g. a trailing comma and the closing paren)."""
+        start = self.offset(inner.end_lineno or inner.lineno, inner.end_col_offset or 0)
+        return self.text[start : self.offset(outer.end_lineno or outer.lineno, outer.end_col_offset or 0)]
+
+    def suppressed(self, code: str, *lines: int) -> bool:
+        """`# codemod: ignore[DIF004] reason` on any of `lines` silences DIF004 there."""
+        for line in lines:
+            if not 0 < line <= len(self.lines):
+                continue
+            match = _SUPPRESSION.search(self.lines[line - 1])
+            if match and any(code.startswith(c.strip()) for c in match.group(1).split(",") if c.strip()):
+                return True
+        return False
+
+    @cached_property
+    def line_index(self) -> LineIndex:
+        return LineIndex(self.text)
+
+    def lines_matching(self, pattern: re.Pattern[str]) -> list[int]:
+        """1-based numbers of the lines where `pattern` occurs (the cheap first pass of a rule)."""
+        return sorted({self.line_index.line_of(match.start()) for match in pattern.finditer(self.text)})
+
+    def walk_lines(self, lines: Iterable[int], root: ast.AST | None = None) -> Iterator[tuple[ast.AST, Ancestors]]:
+        """Every node whose line range holds one of `lines`, with its ancestors, skipping the rest of the tree."""
+        wanted = sorted(set(lines))
+        if not wanted:
+            return
+        yield from _walk_lines(root or self.tree, wanted, ())
+
+
+class LineIndex:
+    """Offsets of line starts, to turn a regex match offset into a line number."""
+
+    def __init__(self, text: str) -> None:
+        self._starts = [0]
+        index = text.find("\n")
+        while index != -1:
+            self._starts.append(index + 1)
+            index = text.find("\n", index + 1)
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self._starts, offset)
+
+    def start_of(self, line: int) -> int:
+        return self._starts[line - 1]
+
+
+def _touches(node: ast.AST, wanted: list[int]) -> bool:
+    start = getattr(node, "lineno", None)
+    if start is None:  # arguments, comprehensions... have no position: look inside
+        return True
+    first = getattr(node, "decorator_list", None)
+    if first:
+        start = min(start, min(d.lineno for d in first))
+    end = node.end_lineno or start
+    return any(start <= line <= end for line in wanted)
+
+
+def _walk_lines(node: ast.AST, wanted: list[int], ancestors: Ancestors) -> Iterator[tuple[ast.AST, Ancestors]]:
+    yield node, ancestors
+    inner = (*ancestors, node)
+    for child in ast.iter_child_nodes(node):
+        if _touches(child, wanted):
+            yield from _walk_lines(child, wanted, inner)
+
+
+def enclosing(ancestors: Ancestors, kind: type[ast.AST] | tuple[type[ast.AST], ...]) -> ast.AST | None:
+    """The innermost ancestor of the given kind."""
+    for node in reversed(ancestors):
+        if isinstance(node, kind):
+            return node
+    return None
+
+
+def dotted_name(node: ast.AST) -> str | None:
+    """`self.vae.decode` for the expression `self.vae.decode`; None for anything that is not a plain name chain."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
