@@ -22,7 +22,7 @@ from codemods.config import Config, find_pyproject, load_config
 from codemods.discovery import discover
 from codemods.facts import FileFacts
 from codemods.findings import FileError, Finding, FixSafety
-from codemods.project import ProjectIndex, TreeInfo, module_name, package_root, parse_facts
+from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root, parse_facts
 from codemods.rules import select_rules
 from codemods.rules.base import Rule
 from codemods.scan import Scan, ScanJob, run_scan_job
@@ -123,9 +123,10 @@ class _Run:
         result = RunResult(self.options.mode, self.rules, len(self.files))
         scans = self.scan_files()
         index = ProjectIndex(
-            {root for root in self.roots.values() if root},
+            {root or Path(path) for path, root in self.roots.items()},
             {s.path: s.facts for s in scans.values() if s.facts},
             self.load_facts,
+            reference=installed_diffusers(),
         )
         errors = {path: s.error for path, s in scans.items() if s.error}
         findings = self.resolve(scans.values(), index, errors)

@@ -79,15 +79,30 @@ def _append_in_style(call: libcst.Call, new: libcst.Arg) -> list[libcst.Arg]:
     if not args:
         return [new]
     last = args[-1]
-    if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
-        separator = args[-2].comma
-    else:
+    separator = args[-2].comma if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma) else None
+    if separator is None:
         separator = cst.Comma(whitespace_after=_after_open_paren(call))
-    if isinstance(last.comma, cst.Comma):  # trailing comma: it stays last, after the new argument
-        args[-1] = last.with_changes(comma=separator)
-        return [*args, new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)]
+    trailing_comma = isinstance(last.comma, cst.Comma)
+    before_close = last.comma.whitespace_after if trailing_comma else last.whitespace_after_arg
+    if isinstance(before_close, cst.ParenthesizedWhitespace):
+        # One argument a line: the last one keeps its end-of-line comment, the new one takes the
+        # line before `)`, indented like the others.
+        line = separator.whitespace_after
+        next_line = before_close.with_changes(
+            indent=line.indent if isinstance(line, cst.ParenthesizedWhitespace) else before_close.indent,
+            last_line=line.last_line if isinstance(line, cst.ParenthesizedWhitespace) else before_close.last_line,
+        )
+        closing = before_close.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+        whitespace_before = last.comma.whitespace_before if trailing_comma else cst.SimpleWhitespace("")
+        args[-1] = last.with_changes(
+            comma=cst.Comma(whitespace_before=whitespace_before, whitespace_after=next_line),
+            whitespace_after_arg=cst.SimpleWhitespace(""),
+        )
+        if trailing_comma:
+            return [*args, new.with_changes(comma=cst.Comma(whitespace_after=closing))]
+        return [*args, new.with_changes(whitespace_after_arg=closing)]
     args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
-    return [*args, new.with_changes(whitespace_after_arg=last.whitespace_after_arg)]
+    return [*args, new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)]
 
 
 def _after_open_paren(call: libcst.Call) -> libcst.BaseParenthesizableWhitespace:

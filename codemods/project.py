@@ -9,6 +9,7 @@ of the tree is read and parsed only when a question names it.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -19,6 +20,23 @@ from codemods.facts import ClassFacts, CopyBlock, FileFacts, MethodFacts, extrac
 
 _DEFINED_FUNCTION = re.compile(r"^def (\w+)", re.MULTILINE)
 _CLASS_NAME = re.compile(r"^\s*class (\w+)", re.MULTILINE)
+
+
+def installed_diffusers() -> Path | None:
+    """The installed diffusers package directory, found without importing it (nor torch)."""
+    spec = importlib.util.find_spec("diffusers")
+    return Path(spec.origin).parent if spec and spec.origin else None
+
+
+def _read_tree(roots: Iterable[Path]) -> dict[str, str]:
+    texts = {}
+    for root in roots:
+        for path in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
+            try:
+                texts[str(path)] = path.read_text("utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+    return texts
 
 
 def package_root(path: Path) -> Path | None:
@@ -71,27 +89,32 @@ def parse_facts(path: str, module: str, text: str) -> FileFacts | None:
 
 
 class ProjectIndex:
-    """Facts across the trees of a run, loaded on demand."""
+    """Facts across the trees of a run, loaded on demand.
 
-    def __init__(self, roots: Iterable[Path], known: dict[str, FileFacts], load: FactsLoader = parse_facts) -> None:
+    `roots` are package directories, or single files that belong to no package (a script).
+    """
+
+    def __init__(
+        self,
+        roots: Iterable[Path],
+        known: dict[str, FileFacts],
+        load: FactsLoader = parse_facts,
+        reference: Path | None = None,
+    ) -> None:
         self._roots = sorted(set(roots))
         self._facts: dict[str, FileFacts | None] = dict(known)
         self._load = load
+        # A tree consulted for class definitions only (never for copies), for files outside any package.
+        self._reference = ProjectIndex([reference], {}, load) if reference and reference not in self._roots else None
 
     @cached_property
     def _texts(self) -> dict[str, str]:
-        texts = {}
-        for root in self._roots:
-            for path in sorted(root.rglob("*.py")):
-                try:
-                    texts[str(path)] = path.read_text("utf-8")
-                except (OSError, UnicodeDecodeError):
-                    continue
-        return texts
+        return _read_tree(self._roots)
 
     def overlay(self, texts: dict[str, str], facts: dict[str, FileFacts | None]) -> ProjectIndex:
         """The same tree with some files rewritten (to check a fix before it is written)."""
         index = ProjectIndex(self._roots, {**self._facts, **facts}, self._load)
+        index._reference = self._reference
         index.__dict__["_texts"] = {**self._texts, **texts}
         return index
 
@@ -101,7 +124,7 @@ class ProjectIndex:
     def facts(self, path: str) -> FileFacts | None:
         if path not in self._facts:
             text = self._texts.get(path)
-            root = next((r for r in self._roots if Path(path).is_relative_to(r)), None)
+            root = next((r for r in self._roots if r.is_dir() and Path(path).is_relative_to(r)), None)
             module = module_name(Path(path), root)
             self._facts[path] = self._load(path, module, text) if text is not None else None
         return self._facts[path]
@@ -120,6 +143,8 @@ class ProjectIndex:
             facts = self.facts(path)
             if facts and name in facts.classes and not facts.classes[name].is_placeholder:
                 found.append(facts.classes[name])
+        if not found and self._reference is not None:
+            return self._reference.classes(name)
         return found
 
     def methods(self, class_name: str, method: str, _seen: frozenset[str] = frozenset()) -> list[MethodFacts] | None:
@@ -148,6 +173,8 @@ class ProjectIndex:
     def module_path(self, module: str) -> str | None:
         """The file of `models.x.y` (dotted, without the package name) in any root."""
         for root in self._roots:
+            if not root.is_dir():
+                continue
             candidate = root.joinpath(*module.split(".")).with_suffix(".py")
             if str(candidate) in self._texts:
                 return str(candidate)

@@ -36,7 +36,7 @@ def text_lines(result: RunResult) -> list[str]:
     for finding in shown:
         where = f"{display_path(finding.path)}:{finding.line}:{finding.column + 1}"
         line = f"{where}: {finding.code} {_marker(finding)}{finding.message}"
-        if finding.not_fixed_reason and finding.fix is not None:
+        if finding.not_fixed_reason:
             line += f" (not fixed: {finding.not_fixed_reason})"
         lines.append(line)
     return lines

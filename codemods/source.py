@@ -9,9 +9,10 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from codemods.findings import NodeRef
 
@@ -35,6 +36,13 @@ class SourceFile:
         self.path = path
         self.text = text
         self.module = module
+        self._memo: dict[str, Any] = {}
+
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """An analysis of this file computed once, however many rules ask for it."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     @cached_property
     def lines(self) -> list[str]:

@@ -173,12 +173,7 @@ class SyncCensus:
             if relative is not None:
                 return f"{relative}:{frame.f_lineno}"
             if fallback is None and not filename.startswith(_MACHINERY_DIRS):
-                fallback = f"{_display_path(filename)}:{frame.f_lineno}"
+                fallback = f"{filename}:{frame.f_lineno}"
             frame = frame.f_back
         return fallback or UNKNOWN_SITE
 
-
-def _display_path(filename: str) -> str:
-    """Relative to the working directory when inside it, else as Python knows it."""
-    cwd = os.getcwd() + os.sep
-    return Path(filename[len(cwd) :]).as_posix() if filename.startswith(cwd) else filename

@@ -68,8 +68,8 @@ def summarize(
     by_site: dict[str, Counter[str]] = defaultdict(Counter)
     for event in events:
         by_site[event.site][event.kind] += 1
-    # Busiest sites first; ties in a stable, readable order.
-    ordered = sorted(by_site.items(), key=lambda item: (-sum(item[1].values()), item[0]))
+    # Busiest sites first; ties by file, then line number.
+    ordered = sorted(by_site.items(), key=lambda item: (-sum(item[1].values()), *_file_and_line(item[0])))
     durations = None
     if timed:
         durations = {kind: round(sum(e.duration_ms or 0.0 for e in events if e.kind == kind), 6) for kind in KINDS}
@@ -81,6 +81,11 @@ def summarize(
         durations_ms=durations,
         big_syncs=list(big_syncs),
     )
+
+
+def _file_and_line(site: str) -> tuple[str, int]:
+    path, _, line = site.rpartition(":")
+    return (path, int(line)) if line.isdigit() else (site, 0)
 
 
 def relative_to_roots(path: str, roots: Sequence[Path]) -> str | None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,45 +55,26 @@ _TORCH_FILE = re.compile(r"^(torch|torchgen)/|/site-packages/torch/")
 
 @dataclass(frozen=True)
 class _Span:
-    """One complete ("X") trace event on a host thread."""
+    """One complete ("X") trace event: a name and a time interval in microseconds."""
 
     name: str
     start: float
     end: float
-
-    def contains(self, other: _Span) -> bool:
-        return self.start <= other.start and other.end <= self.end
 
 
 def _span(event: Mapping[str, Any]) -> _Span:
     return _Span(event["name"], float(event["ts"]), float(event["ts"]) + float(event.get("dur", 0)))
 
 
-class _HostThread:
-    """The aten ops and Python frames of one host thread, for lookups by time."""
+@dataclass(frozen=True)
+class _HostCall:
+    """A runtime call that copies or waits, with what the host thread was doing then."""
 
-    def __init__(self, ops: list[_Span], frames: list[_Span]) -> None:
-        self.ops = sorted(ops, key=lambda s: (s.start, -s.end))
-        self.frames = sorted(frames, key=lambda s: (s.start, -s.end))
-        self._frame_starts = [frame.start for frame in self.frames]
-
-    def outermost_op(self, inner: _Span) -> _Span | None:
-        return next((op for op in self.ops if op.contains(inner)), None)
-
-    def site(self, moment: _Span, roots: Sequence[Path]) -> str:
-        """The innermost frame under a root around ``moment``, else the innermost outside torch."""
-        enclosing = [f for f in self.frames[: bisect_right(self._frame_starts, moment.start)] if f.contains(moment)]
-        fallback = None
-        for frame in reversed(enclosing):
-            match = _PYTHON_FRAME.match(frame.name)
-            if match is None:
-                continue
-            relative = relative_to_roots(match["file"], roots)
-            if relative is not None:
-                return f"{relative}:{match['line']}"
-            if fallback is None and not _TORCH_FILE.search(match["file"]):
-                fallback = f"{match['file']}:{match['line']}"
-        return fallback or UNKNOWN_SITE
+    event: Mapping[str, Any]
+    memcpy: Mapping[str, Any] | None
+    moment: _Span
+    """The aten op that issued the call (it shares the Python frames' clock), else the call itself."""
+    linked: bool
 
 
 def census_from_chrome_trace(
@@ -105,39 +85,107 @@ def census_from_chrome_trace(
     """The census of a trace written by ``torch.profiler``'s ``export_chrome_trace``."""
     roots = [Path(root) for root in site_roots]
     complete = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
-    threads = _host_threads(complete)
-    ops_by_id = {e["args"]["External id"]: e for e in complete if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})}
-    memcpys = {e["args"]["correlation"]: e for e in complete if e.get("cat") == "gpu_memcpy"}
-    window = _census_window(complete)
+    calls = _host_calls(complete)
+    ops = _spans_by_thread(complete, "cpu_op")
+    frames = _spans_by_thread(complete, "python_function")
+    op_chains: dict[int, list[_Span]] = {}
+    frame_chains: dict[int, list[_Span]] = {}
+    for thread in {_thread(call.event) for call in calls}:
+        mine = [index for index, call in enumerate(calls) if _thread(call.event) == thread]
+        moments = [calls[index].moment for index in mine]
+        op_chains.update(zip(mine, _open_spans(ops.get(thread, []), moments)))
+        frame_chains.update(zip(mine, _open_spans(frames.get(thread, []), moments)))
 
     events: list[CensusEvent] = []
     big_syncs: list[CensusEvent] = []
-    for call in complete:
-        if call.get("cat") not in ("cuda_runtime", "cuda_driver") or not window.contains(_span(call)):
-            continue
-        name = call["name"]
-        memcpy = memcpys.get(call.get("args", {}).get("correlation")) if name.startswith("cudaMemcpy") else None
-        if name not in SYNC_CALLS and memcpy is None:
-            continue
-        thread = threads[(call["pid"], call["tid"])]
-        linked = ops_by_id.get(call.get("args", {}).get("External id"))
-        # The linked op shares the Python frames' clock; the runtime call may not.
-        moment = _span(linked) if linked is not None else _span(call)
-        user_op = thread.outermost_op(moment) if linked is not None else None
+    for index, call in enumerate(calls):
+        name = call.event["name"]
+        user_op = op_chains[index][0] if call.linked and op_chains[index] else None
         op_name = user_op.name if user_op is not None else name
-        is_copy_op = user_op is None or user_op.name in COPY_OPS
-        site = thread.site(moment, roots)
-        host_wait_ms = float(call.get("dur", 0)) / 1000
-
-        direction = _direction(memcpy["name"]) if memcpy is not None else None
-        if direction == "h2d" or (direction == "d2h" and is_copy_op):
-            gpu_ms = float(memcpy.get("dur", 0)) / 1000
-            events.append(CensusEvent(direction, op_name, site, int(memcpy["args"].get("bytes", 0)), gpu_ms))
-        elif name in SYNC_CALLS and not (user_op is not None and user_op.name in COPY_OPS):
+        in_copy_op = user_op is not None and user_op.name in COPY_OPS
+        site = _site(frame_chains[index], roots)
+        host_wait_ms = float(call.event.get("dur", 0)) / 1000
+        direction = _direction(call.memcpy["name"]) if call.memcpy is not None else None
+        if direction == "h2d" or (direction == "d2h" and (user_op is None or in_copy_op)):
+            gpu_ms = float(call.memcpy.get("dur", 0)) / 1000
+            events.append(CensusEvent(direction, op_name, site, int(call.memcpy["args"].get("bytes", 0)), gpu_ms))
+        elif name in SYNC_CALLS and not in_copy_op:
             events.append(CensusEvent("sync", op_name, site, 0, host_wait_ms))
         if (name in SYNC_CALLS or direction == "d2h") and host_wait_ms > big_sync_ms:
             big_syncs.append(CensusEvent("sync", op_name, site, 0, host_wait_ms))
     return summarize(events, timed=True, big_syncs=big_syncs)
+
+
+def _host_calls(complete: list[Mapping[str, Any]]) -> list[_HostCall]:
+    """Synchronize and memcpy runtime calls inside the census window, in time order."""
+    ops_by_id = {
+        e["args"]["External id"]: e for e in complete if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})
+    }
+    memcpys = {e["args"]["correlation"]: e for e in complete if e.get("cat") == "gpu_memcpy"}
+    window = _census_window(complete)
+    calls = []
+    for event in complete:
+        if event.get("cat") not in ("cuda_runtime", "cuda_driver"):
+            continue
+        args = event.get("args", {})
+        memcpy = memcpys.get(args.get("correlation")) if event["name"].startswith("cudaMemcpy") else None
+        call = _span(event)
+        if (event["name"] in SYNC_CALLS or memcpy is not None) and window.start <= call.start <= window.end:
+            linked = ops_by_id.get(args.get("External id"))
+            moment = _span(linked) if linked is not None else call
+            calls.append(_HostCall(event, memcpy, moment, linked is not None))
+    return sorted(calls, key=lambda call: float(call.event["ts"]))
+
+
+def _thread(event: Mapping[str, Any]) -> tuple[Any, Any]:
+    return (event.get("pid"), event.get("tid"))
+
+
+def _spans_by_thread(complete: list[Mapping[str, Any]], category: str) -> dict[tuple[Any, Any], list[_Span]]:
+    spans: dict[tuple[Any, Any], list[_Span]] = {}
+    for event in complete:
+        if event.get("cat") == category:
+            spans.setdefault(_thread(event), []).append(_span(event))
+    return spans
+
+
+def _open_spans(spans: list[_Span], moments: list[_Span]) -> list[list[_Span]]:
+    """For each moment, the spans open at its start, outermost first.
+
+    One sweep over spans that nest (ops and Python calls on one thread do), so
+    a long trace costs one pass rather than one pass per moment.
+    """
+    ordered = sorted(spans, key=lambda span: (span.start, -span.end))
+    chains: list[list[_Span]] = [[] for _ in moments]
+    stack: list[_Span] = []
+    position = 0
+    for index in sorted(range(len(moments)), key=lambda i: moments[i].start):
+        instant = moments[index].start
+        while position < len(ordered) and ordered[position].start <= instant:
+            span = ordered[position]
+            position += 1
+            while stack and stack[-1].end < span.start:
+                stack.pop()
+            stack.append(span)
+        while stack and stack[-1].end < instant:
+            stack.pop()
+        chains[index] = list(stack)
+    return chains
+
+
+def _site(frames: list[_Span], roots: Sequence[Path]) -> str:
+    """The innermost frame under a root, else the innermost outside torch."""
+    fallback = None
+    for frame in reversed(frames):
+        match = _PYTHON_FRAME.match(frame.name)
+        if match is None:
+            continue
+        relative = relative_to_roots(match["file"], roots)
+        if relative is not None:
+            return f"{relative}:{match['line']}"
+        if fallback is None and not _TORCH_FILE.search(match["file"]):
+            fallback = f"{match['file']}:{match['line']}"
+    return fallback or UNKNOWN_SITE
 
 
 def _direction(memcpy_name: str) -> str | None:
@@ -147,19 +195,6 @@ def _direction(memcpy_name: str) -> str | None:
     if memcpy_name.startswith("Memcpy DtoH"):
         return "d2h"
     return None
-
-
-def _host_threads(complete: list[Mapping[str, Any]]) -> dict[tuple[Any, Any], _HostThread]:
-    ops: dict[tuple[Any, Any], list[_Span]] = {}
-    frames: dict[tuple[Any, Any], list[_Span]] = {}
-    for event in complete:
-        key = (event.get("pid"), event.get("tid"))
-        if event.get("cat") == "cpu_op":
-            ops.setdefault(key, []).append(_span(event))
-        elif event.get("cat") == "python_function":
-            frames.setdefault(key, []).append(_span(event))
-    keys = {(e.get("pid"), e.get("tid")) for e in complete}
-    return {key: _HostThread(ops.get(key, []), frames.get(key, [])) for key in keys}
 
 
 def _census_window(complete: list[Mapping[str, Any]]) -> _Span:

@@ -14,8 +14,9 @@ How ops reach this module (observers see each one once, at this level):
   one ``aten::index``, ``.item()`` as one ``aten::_local_scalar_dense``);
 * factory ops with ``device=emu`` and no tensor argument (``empty``,
   ``arange``, ``randn``...): a boxed fallback on the PrivateUse1 key;
-* ``aten::_to_copy`` with ``device=emu`` (``x.to(emu)``, ``torch.tensor(data,
-  device=emu)``): a kernel of its own, see ``_register_kernels``.
+* ``aten::_to_copy`` to ``emu`` (``x.to(emu)``, ``torch.tensor(data,
+  device=emu)``), ``aten::scalar_tensor`` and ``scaled_dot_product_attention``:
+  kernels of their own, see ``_register_kernels`` for why each.
 
 Generators: torch has no Python hook for a PrivateUse1 generator, so
 ``torch.Generator("emu")`` fails. Factory ops with ``device=emu`` draw from the
@@ -116,6 +117,9 @@ class EmulatedTensor(torch.Tensor):
         return self.cpu().tolist()
 
     def numpy(self, *, force: bool = False) -> Any:
+        # As on CUDA: only ``force=True`` may copy to the host on the way.
+        if force:
+            return self.detach().cpu().numpy(force=True)
         raise TypeError(
             f"can't convert {self.device} device type tensor to numpy. "
             "Use Tensor.cpu() to copy the tensor to host memory first."
@@ -193,6 +197,8 @@ def _check_same_device(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -
 def _returned_argument_names(func: torch._ops.OpOverload) -> tuple[str, ...] | None:
     """Arguments an in-place or out= op returns, in return order; None for other ops."""
     arguments = func._schema.arguments
+    if not func._schema.returns:
+        return None
     names = []
     for returned in func._schema.returns:
         alias = returned.alias_info

@@ -57,6 +57,7 @@ class Rule:
         message: str,
         fix: Fix | None = None,
         requires: tuple[tuple[str, ...], ...] = (),
+        not_fixed_reason: str | None = None,
         **extra: Any,
     ) -> Finding:
         span = source.span(node)
@@ -70,6 +71,7 @@ class Rule:
             message=message,
             fix=fix,
             requires=requires,
+            not_fixed_reason=not_fixed_reason,
             extra=extra,
         )
 

@@ -79,12 +79,13 @@ class OutputAttributeAccess(Rule):
             if callee is None:
                 continue
             types, method = callee
-            shown = f"{ast.unparse(call.func)}(...)"
-            fix = None
+            access = f".{field}" if isinstance(node, ast.Attribute) else f'["{field}"]'
             layout = argument_layout(
                 source, call, _ADDED, tree.line_length, _statement(ancestors), "[0]", _rest_of_line(source, node)
             )
-            if layout is not None and not _forwards_arguments(call) and not _passes_return_dict_false(call):
+            blocker = _why_no_fix(call, layout)
+            fix = None
+            if blocker is None:
                 fix = self.fix(
                     f"pass `{_ADDED}` and index `[0]`",
                     Edit(source.ref(node, type(node).__name__), "first_output", layout),
@@ -92,10 +93,11 @@ class OutputAttributeAccess(Rule):
             yield self.finding(
                 source,
                 node,
-                f"`.{field}` read off `{shown}` builds an output dataclass; "
+                f"`{access}` read off `{ast.unparse(call.func)}(...)` builds an output dataclass; "
                 f"pass `{_ADDED}` and take `[0]` (fullgraph-friendly)",
                 fix,
                 requires=tuple(("returns_first", t, method, field) for t in types),
+                not_fixed_reason=blocker,
                 positional=len(call.args),
             )
 
@@ -195,15 +197,14 @@ def _is_self(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
-def _forwards_arguments(call: ast.Call) -> bool:
-    return any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
-
-
-def _passes_return_dict_false(call: ast.Call) -> bool:
-    return any(
-        k.arg == "return_dict" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
-        for k in call.keywords
-    )
+def _why_no_fix(call: ast.Call, layout: tuple | None) -> str | None:
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return "the call forwards `*args`/`**kwargs`, which may already carry `return_dict`"
+    if any(k.arg == "return_dict" and not (isinstance(k.value, ast.Constant) and k.value.value is True) for k in call.keywords):
+        return "the call already sets `return_dict` to something other than True"
+    if layout is None:
+        return "the rewritten line must be re-wrapped around more than this call; fix by hand, then `make style`"
+    return None
 
 
 def _proves(class_name: str, method: str, field: str, positional: int, index: ProjectIndex, depth: int = 0) -> bool:

@@ -1,0 +1,69 @@
+"""The contract every rule keeps: a unique code, complete documentation, examples that hold."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from codemods.engine import Mode, RunOptions, run
+from codemods.findings import FixSafety
+from codemods.rules import all_rules, rule_class, select_rules
+from codemods.rules.base import DOC_SECTIONS
+from codemods.config import ConfigError
+
+RULES = all_rules()
+
+
+def test_codes_are_unique_and_well_formed() -> None:
+    codes = [rule.code for rule in RULES]
+    assert len(codes) == len(set(codes))
+    assert all(re.fullmatch(r"DIF\d{3}", code) for code in codes)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_documentation_has_every_section(rule) -> None:
+    headings = re.findall(r"^## (.+)$", rule.documentation(), re.MULTILINE)
+    assert headings == list(DOC_SECTIONS)
+    assert rule.name and rule.summary and isinstance(rule.fix_safety, FixSafety)
+
+
+def _run_snippet(rule, source: str, tmp_path: Path):
+    target = tmp_path / "snippet.py"
+    target.write_text(source)
+    result = run(RunOptions(paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=(rule.code,), jobs=1))
+    return result, target.read_text()
+
+
+@pytest.mark.parametrize(
+    ("rule", "source"), [(r, s) for r in RULES for s in r.valid], ids=lambda v: getattr(v, "code", "valid")
+)
+def test_valid_examples_have_no_finding(rule, source: str, tmp_path: Path) -> None:
+    result, after = _run_snippet(rule, source, tmp_path)
+    assert result.findings == []
+    assert after == source
+
+
+@pytest.mark.parametrize(
+    ("rule", "example"), [(r, e) for r in RULES for e in r.invalid], ids=lambda v: getattr(v, "code", "invalid")
+)
+def test_invalid_examples_are_found_and_fixed_as_documented(rule, example, tmp_path: Path) -> None:
+    result, after = _run_snippet(rule, example.source, tmp_path)
+    assert [f.code for f in result.findings] and {f.code for f in result.findings} == {rule.code}
+    assert after == (example.fixed if example.fixed is not None else example.source)
+
+
+def test_every_rule_has_examples() -> None:
+    assert all(rule.valid and rule.invalid for rule in RULES)
+
+
+def test_prefix_selects_every_rule_with_it() -> None:
+    assert [r.code for r in select_rules(("DIF00",))] == [r.code for r in RULES if r.code.startswith("DIF00")]
+
+
+def test_unknown_code_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError, match="unknown rule code or prefix: DIF999"):
+        select_rules(("DIF999",))
+    with pytest.raises(ConfigError, match="unknown rule code: XYZ"):
+        rule_class("XYZ")
