@@ -8,7 +8,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 
 from codemods.config import ConfigError
@@ -23,7 +22,6 @@ app = typer.Typer(
     name="codemod",
     help=f"Find and fix performance anti-patterns in diffusers.\n\n{EXIT_CODES}",
     add_completion=False,
-    no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -48,14 +46,16 @@ def default_cache_dir() -> Path:
 
 @app.command(epilog=EXIT_CODES)
 def run(
-    paths: Annotated[list[Path], typer.Argument(help="Files and directories (recursing into *.py).")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files and directories (recursing into *.py).")],
     diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff of the fixes; write nothing.")] = False,
     check: Annotated[bool, typer.Option("--check", help="List findings; write nothing.")] = False,
     unsafe_fixes: Annotated[bool, typer.Option("--unsafe-fixes", help="Also apply fixes that need verification.")] = False,
-    select: Annotated[list[str] | None, typer.Option(help="Rule codes or prefixes (comma-separated or repeated).")] = None,
-    ignore: Annotated[list[str] | None, typer.Option(help="Rule codes or prefixes to leave out.")] = None,
+    select: Annotated[
+        list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes (comma-separated or repeated).")
+    ] = None,
+    ignore: Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes to leave out.")] = None,
     output_format: Annotated[OutputFormat, typer.Option("--format", help="text, json, sarif or github.")] = OutputFormat.text,
-    jobs: Annotated[int, typer.Option(min=0, help="Worker processes (0: one per core).")] = 0,
+    jobs: Annotated[int, typer.Option(min=0, metavar="N", help="Worker processes (0: one per core).")] = 0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the scan cache.")] = False,
 ) -> None:
     """Apply safe fixes in place (default), or show them (--diff), or only report (--check)."""
@@ -155,18 +155,19 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. DIF004."
 def main() -> None:
     """Entry point: every error is one line on stderr with exit code 2, never a traceback."""
     try:
-        code = app(standalone_mode=False)
+        code = app(args=sys.argv[1:] or ["--help"], standalone_mode=False)
     except (UsageError, ConfigError) as error:
         print(f"codemod: error: {error}", file=sys.stderr)
         code = 2
-    except click.exceptions.UsageError as error:
-        print(f"codemod: error: {error.format_message()}", file=sys.stderr)
-        code = 2
-    except click.exceptions.Exit as exit_:
+    except typer.Exit as exit_:
         code = exit_.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         print("codemod: interrupted", file=sys.stderr)
         code = 130
+    except typer.TyperException as error:  # typer's (vendored click) usage errors
+        message = error.format_message() if hasattr(error, "format_message") else str(error)
+        print(f"codemod: error: {message}", file=sys.stderr)
+        code = 2
     sys.exit(code or 0)
 
 

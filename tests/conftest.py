@@ -1,9 +1,19 @@
 import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
 
 # On 2 shared cores, two torch threads give 100x latency spikes.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from github_double import github_double_fixture  # noqa: E402,F401  (the `github_double` fixture)
+
+from codemods.engine import Mode, RunOptions, RunResult, run  # noqa: E402
+from codemods.project import installed_diffusers  # noqa: E402
 
 
 def pytest_addoption(parser):
@@ -11,4 +21,39 @@ def pytest_addoption(parser):
         "--regen-fixtures",
         action="store_true",
         help="Rewrite fixtures' expected outputs from the current rules (review the diff before committing).",
+    )
+
+
+@dataclass(frozen=True)
+class DiffusersTrees:
+    """A pristine copy of the installed diffusers and one rewritten by every rule (unsafe fixes included)."""
+
+    original: Path  # parent directory holding `diffusers/`
+    rewritten: Path
+    result: RunResult
+
+    def changed_files(self) -> list[str]:
+        """Paths relative to the package (`models/x.py`) of the files the run changed."""
+        root = self.rewritten / "diffusers"
+        return sorted(str(Path(p).relative_to(root)) for p in self.result.changes)
+
+
+def copy_installed_diffusers(destination: Path) -> Path:
+    shutil.copytree(installed_diffusers(), destination / "diffusers", ignore=shutil.ignore_patterns("__pycache__"))
+    return destination
+
+
+@pytest.fixture(scope="session")
+def diffusers_trees(tmp_path_factory: pytest.TempPathFactory) -> DiffusersTrees:
+    original = copy_installed_diffusers(tmp_path_factory.mktemp("original"))
+    rewritten = copy_installed_diffusers(tmp_path_factory.mktemp("rewritten"))
+    result = run(RunOptions(paths=(rewritten / "diffusers",), mode=Mode.WRITE, unsafe_fixes=True))
+    return DiffusersTrees(original, rewritten, result)
+
+
+def run_python_in_tree(tree: Path, code: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter that imports diffusers from `tree` (never two diffusers in one process)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True, timeout=timeout
     )

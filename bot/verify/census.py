@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
@@ -43,6 +43,9 @@ from bot.verify.emulated_device import (
     install_emulated_device,
     observe_device_ops,
 )
+
+if TYPE_CHECKING:
+    from typing import Self  # Python 3.11+; annotations are postponed, so 3.10 never imports it
 
 aten = torch.ops.aten
 
@@ -83,14 +86,17 @@ class SyncCensus:
     """Records copies and syncs on the emulated device while active."""
 
     def __init__(self, site_roots: Sequence[str | Path] = ()) -> None:
-        self.site_roots = tuple(Path(root).resolve() for root in site_roots)
+        # Python names files by the path it imported them from; accept a
+        # root given through a symlink as well as its target.
+        both_spellings = [spelling for root in site_roots for spelling in (Path(root).absolute(), Path(root).resolve())]
+        self.site_roots = tuple(dict.fromkeys(both_spellings))
         self.events: list[CensusEvent] = []
         # Tensor setitem makes Python scalars into device tensors where CUDA
         # keeps them on the host; values made that way count as host data.
         self._python_scalars: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self._watch = observe_device_ops(self._observe)
 
-    def __enter__(self) -> SyncCensus:
+    def __enter__(self) -> Self:
         install_emulated_device()
         self._watch.__enter__()
         return self
@@ -122,7 +128,7 @@ class SyncCensus:
     def _classify(self, op: torch._ops.OpOverload, args: tuple, kwargs: dict, result: Any) -> list[tuple[str, int]]:
         """The (kind, bytes) events one device op costs."""
         if op is aten._to_copy.default:
-            return self._copy_events(args[0], result)
+            return self._copy_events(source=args[0], destination=result)
         if op is aten.copy_.default:
             return self._copy_events(source=args[1], destination=args[0])
         if op in COPY_OPS:
@@ -149,8 +155,9 @@ class SyncCensus:
         indices = [index for index in args[1] if index is not None]
         events = [("h2d", _nbytes(index)) for index in indices if not _on_device(index)]
         masks = [index for index in indices if _on_device(index) and index.dtype in (torch.bool, torch.uint8)]
-        if masks and not (op is not aten.index.Tensor and self._becomes_masked_fill(args, kwargs, indices)):
-            # The mask's true positions decide the result's size: a nonzero.
+        fills_a_host_scalar = op is not aten.index.Tensor and self._becomes_masked_fill(args, kwargs, indices)
+        if masks and not fills_a_host_scalar:
+            # Where the mask is true decides which elements move: a nonzero.
             events.append(("sync", 0))
         return events
 
@@ -165,6 +172,7 @@ class SyncCensus:
         return not accumulate and len(indices) == 1 and value.numel() == 1 and self._is_host_data(value)
 
     def _call_site(self) -> str:
+        """The innermost caller under a site root, else the innermost outside torch and this package."""
         fallback = None
         frame: FrameType | None = sys._getframe(1)
         while frame is not None:
@@ -176,4 +184,3 @@ class SyncCensus:
                 fallback = f"{filename}:{frame.f_lineno}"
             frame = frame.f_back
         return fallback or UNKNOWN_SITE
-

@@ -35,6 +35,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
 from bot.verify.census_result import UNKNOWN_SITE, CensusEvent, CensusResult, relative_to_roots, summarize
 
 CENSUS_WINDOW = "sync_census"
@@ -44,7 +47,14 @@ BIG_SYNC_MS = 50.0
 
 SYNC_CALLS = {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize"}
 
-COPY_OPS = {"aten::to", "aten::_to_copy", "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize", "aten::cpu"}
+USER_COPY_OPS = {
+    "aten::to",
+    "aten::_to_copy",
+    "aten::copy_",
+    "aten::_copy_from",
+    "aten::_copy_from_and_resize",
+    "aten::cpu",
+}
 """User-level ops whose memcpy is the point, not a means to read a value."""
 
 SYNC_DEBUG_MESSAGE = "called a synchronizing CUDA operation"
@@ -102,7 +112,7 @@ def census_from_chrome_trace(
         name = call.event["name"]
         user_op = op_chains[index][0] if call.linked and op_chains[index] else None
         op_name = user_op.name if user_op is not None else name
-        in_copy_op = user_op is not None and user_op.name in COPY_OPS
+        in_copy_op = user_op is not None and user_op.name in USER_COPY_OPS
         site = _site(frame_chains[index], roots)
         host_wait_ms = float(call.event.get("dur", 0)) / 1000
         direction = _direction(call.memcpy["name"]) if call.memcpy is not None else None
@@ -164,7 +174,7 @@ def _open_spans(spans: list[_Span], moments: list[_Span]) -> list[list[_Span]]:
         while position < len(ordered) and ordered[position].start <= instant:
             span = ordered[position]
             position += 1
-            while stack and stack[-1].end < span.start:
+            while stack and stack[-1].end <= span.start:
                 stack.pop()
             stack.append(span)
         while stack and stack[-1].end < instant:
@@ -211,9 +221,6 @@ def run_cuda_census(
     trace_path: Path,
 ) -> CensusResult:
     """Profile ``workload`` on CUDA, keep its Chrome trace at ``trace_path``, and census it."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
-
     # Work queued before the census must not be charged to its first sync.
     torch.cuda.synchronize()
     previous_mode = torch.cuda.get_sync_debug_mode()
@@ -221,9 +228,9 @@ def run_cuda_census(
         warnings.simplefilter("always")
         torch.cuda.set_sync_debug_mode("warn")
         try:
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True) as prof:
-                with record_function(CENSUS_WINDOW):
-                    workload()
+            activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+            with profile(activities=activities, with_stack=True) as prof, record_function(CENSUS_WINDOW):
+                workload()
         finally:
             torch.cuda.set_sync_debug_mode(previous_mode)
     prof.export_chrome_trace(str(trace_path))

@@ -30,10 +30,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils._pytree import tree_leaves, tree_map
+
+if TYPE_CHECKING:
+    from typing import Self  # Python 3.11+; annotations are postponed, so 3.10 never imports it
 
 DEVICE_TYPE = "emu"
 
@@ -89,7 +92,7 @@ class EmulatedTensor(torch.Tensor):
     host: torch.Tensor
 
     @staticmethod
-    def __new__(cls, host: torch.Tensor) -> EmulatedTensor:
+    def __new__(cls, host: torch.Tensor) -> Self:
         return torch.Tensor._make_wrapper_subclass(
             cls,
             host.shape,
@@ -157,7 +160,7 @@ def observe_device_ops(observer: OpObserver) -> Iterator[None]:
 
 def _run_observed(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     result = _run_on_host(func, args, kwargs)
-    for observer in list(_observers):
+    for observer in _observers:
         observer(func, args, kwargs, result)
     return result
 
@@ -204,7 +207,9 @@ def _returned_argument_names(func: torch._ops.OpOverload) -> tuple[str, ...] | N
         alias = returned.alias_info
         if alias is None or not alias.is_write:
             return None
-        names.append(next(a.name for a in arguments if a.alias_info is not None and a.alias_info.before_set == alias.before_set))
+        names.append(
+            next(a.name for a in arguments if a.alias_info is not None and a.alias_info.before_set == alias.before_set)
+        )
     return tuple(names)
 
 

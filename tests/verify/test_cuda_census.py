@@ -24,13 +24,13 @@ ROOTS = ["/opt/diffusers/src/diffusers"]
 SCHEDULER = "schedulers/scheduling_flow_match_euler_discrete.py:360"
 
 
-def test_counts_copies_and_syncs_the_way_the_emulated_census_does():
+def test_counts_copies_and_syncs_the_way_the_emulated_census_does() -> None:
     census = census_from_chrome_trace(TRACE, ROOTS)
     assert census.counts == {"h2d": 1, "d2h": 1, "sync": 3}
     assert census.bytes == {"h2d": 65536, "d2h": 786432}
 
 
-def test_events_name_the_user_level_op_and_carry_durations():
+def test_events_name_the_user_level_op_and_carry_durations() -> None:
     assert census_from_chrome_trace(TRACE, ROOTS).events == [
         CensusEvent("h2d", "aten::to", "pipelines/flux/pipeline_flux.py:560", 65536, 0.04),
         CensusEvent("sync", "aten::nonzero", SCHEDULER, 0, 0.03),
@@ -40,11 +40,11 @@ def test_events_name_the_user_level_op_and_carry_durations():
     ]
 
 
-def test_durations_total_gpu_copy_time_and_host_wait_time():
+def test_durations_total_gpu_copy_time_and_host_wait_time() -> None:
     assert census_from_chrome_trace(TRACE, ROOTS).durations_ms == {"h2d": 0.04, "d2h": 0.06, "sync": 77.03}
 
 
-def test_sites_are_def_lines_under_the_root_else_outside_torch():
+def test_sites_are_def_lines_under_the_root_else_outside_torch() -> None:
     assert census_from_chrome_trace(TRACE, ROOTS).sites == [
         SiteCounts(SCHEDULER, {"sync": 2}),
         SiteCounts("pipelines/flux/pipeline_flux.py:560", {"h2d": 1}),
@@ -53,7 +53,7 @@ def test_sites_are_def_lines_under_the_root_else_outside_torch():
     ]
 
 
-def test_big_syncs_list_every_host_wait_over_50_ms():
+def test_big_syncs_list_every_host_wait_over_50_ms() -> None:
     # The .cpu() wait is folded into its d2h copy, yet the host sat idle there.
     assert census_from_chrome_trace(TRACE, ROOTS).big_syncs == [
         CensusEvent("sync", "aten::item", SCHEDULER, 0, 75.0),
@@ -61,7 +61,7 @@ def test_big_syncs_list_every_host_wait_over_50_ms():
     ]
 
 
-def test_big_sync_threshold_is_a_parameter():
+def test_big_sync_threshold_is_a_parameter() -> None:
     assert [e.op for e in census_from_chrome_trace(TRACE, ROOTS, big_sync_ms=1.0).big_syncs] == [
         "aten::item",
         "aten::to",
@@ -69,7 +69,7 @@ def test_big_sync_threshold_is_a_parameter():
     ]
 
 
-def test_without_a_census_window_the_whole_trace_counts():
+def test_without_a_census_window_the_whole_trace_counts() -> None:
     unmarked = {**TRACE, "traceEvents": [e for e in TRACE["traceEvents"] if e.get("name") != "sync_census"]}
     census = census_from_chrome_trace(unmarked, ROOTS)
     assert census.counts == {"h2d": 1, "d2h": 1, "sync": 4}
@@ -77,7 +77,7 @@ def test_without_a_census_window_the_whole_trace_counts():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_run_on_cuda_counts_a_copy_an_item_and_a_mask_read(tmp_path):
+def test_run_on_cuda_counts_a_copy_an_item_and_a_mask_read(tmp_path: Path) -> None:
     def workload() -> None:
         values = torch.arange(8.0).cuda()
         values.sum().item()
@@ -88,3 +88,16 @@ def test_run_on_cuda_counts_a_copy_an_item_and_a_mask_read(tmp_path):
     assert census.counts == {"h2d": 1, "d2h": 1, "sync": 2}
     assert census.bytes == {"h2d": 32, "d2h": 32}
     assert census.sync_debug_warnings >= 2
+
+
+def test_a_real_cpu_only_profile_parses_to_an_empty_census(tmp_path: Path) -> None:
+    # Same exporter as on CUDA; with no CUDA activity nothing may count.
+    cpu_only = [torch.profiler.ProfilerActivity.CPU]
+    with (
+        torch.profiler.profile(activities=cpu_only, with_stack=True) as prof,
+        torch.profiler.record_function("sync_census"),
+    ):
+        torch.ones(3).sum().item()
+    prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    census = census_from_chrome_trace(json.loads((tmp_path / "trace.json").read_text()), ROOTS)
+    assert (census.counts, census.events, census.big_syncs) == ({"h2d": 0, "d2h": 0, "sync": 0}, [], [])

@@ -1,5 +1,7 @@
 """The emulated device behaves like an accelerator and computes exactly like the CPU."""
 
+from collections.abc import Callable
+
 import pytest
 import torch
 from diffusers import EulerDiscreteScheduler, FlowMatchEulerDiscreteScheduler, QwenImageTransformer2DModel, UNet2DModel
@@ -7,10 +9,10 @@ from diffusers import EulerDiscreteScheduler, FlowMatchEulerDiscreteScheduler, Q
 from bot.verify.emulated_device import EmulatedTensor, install_emulated_device, observe_device_ops
 
 
-def _ops_run_by(fn) -> list[str]:
+def _ops_run_by(action: Callable[[], object]) -> list[str]:
     seen: list[str] = []
     with observe_device_ops(lambda op, args, kwargs, result: seen.append(op._schema.name)):
-        fn()
+        action()
     return seen
 
 
@@ -18,65 +20,65 @@ def _to(device: torch.device | str, values: dict) -> dict:
     return {name: value.to(device) if isinstance(value, torch.Tensor) else value for name, value in values.items()}
 
 
-def test_install_is_idempotent(emu):
+def test_install_is_idempotent(emu: torch.device) -> None:
     assert install_emulated_device() == emu == torch.device("emu", 0)
 
 
-def test_moving_a_cpu_tensor_keeps_its_values(emu):
+def test_moving_a_cpu_tensor_keeps_its_values(emu: torch.device) -> None:
     moved = torch.tensor([1.5, -2.0, 3.25]).to(emu)
     assert (type(moved), moved.device) == (EmulatedTensor, emu)
     assert moved.cpu().tolist() == [1.5, -2.0, 3.25]
 
 
-def test_factory_ops_build_directly_on_the_device(emu):
+def test_factory_ops_build_directly_on_the_device(emu: torch.device) -> None:
     assert _ops_run_by(lambda: torch.zeros(3, device=emu)) == ["aten::empty", "aten::zero_"]
     assert torch.arange(4, device=emu).tolist() == [0, 1, 2, 3]
 
 
-def test_host_copy_is_one_to_copy(emu):
+def test_host_copy_is_one_to_copy(emu: torch.device) -> None:
     assert _ops_run_by(lambda: torch.ones(3).to(emu)) == ["aten::_to_copy"]
     assert _ops_run_by(lambda: torch.tensor([1.0, 2.0], device=emu)) == ["aten::_to_copy", "aten::lift_fresh"]
 
 
-def test_item_is_one_local_scalar_dense(emu):
+def test_item_is_one_local_scalar_dense(emu: torch.device) -> None:
     total = torch.ones(3, device=emu).sum()
     assert _ops_run_by(total.item) == ["aten::_local_scalar_dense"]
 
 
-def test_boolean_mask_read_is_one_index(emu):
+def test_boolean_mask_read_is_one_index(emu: torch.device) -> None:
     values = torch.arange(6.0, device=emu)
     mask = values > 2
     assert _ops_run_by(lambda: values[mask]) == ["aten::index"]
 
 
-def test_cpu_tensor_next_to_device_tensor_is_refused_like_cuda(emu):
+def test_cpu_tensor_next_to_device_tensor_is_refused_like_cuda(emu: torch.device) -> None:
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         torch.ones(3, device=emu) + torch.ones(3)
 
 
-def test_zero_dim_cpu_tensor_next_to_device_tensor_is_a_scalar(emu):
+def test_zero_dim_cpu_tensor_next_to_device_tensor_is_a_scalar(emu: torch.device) -> None:
     assert (torch.ones(3, device=emu) + torch.tensor(2.0)).tolist() == [3.0, 3.0, 3.0]
 
 
-def test_out_and_in_place_ops_keep_shapes_true(emu):
+def test_out_and_in_place_ops_keep_shapes_true(emu: torch.device) -> None:
     grid = torch.arange(6.0, device=emu)  # arange fills an out= tensor it resizes
     grid.resize_(2, 3).t_()
     assert (grid.shape, grid.stride()) == (torch.Size([3, 2]), (1, 3))
     assert grid.contiguous().cpu().tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
 
 
-def test_numpy_needs_the_host_like_cuda(emu):
+def test_numpy_needs_the_host_like_cuda(emu: torch.device) -> None:
     with pytest.raises(TypeError, match="Use Tensor.cpu()"):
         torch.ones(2, device=emu).numpy()
 
 
-def test_complex_rotary_ops_run(emu):
+def test_complex_rotary_ops_run(emu: torch.device) -> None:
     angles = torch.tensor([0.0, 1.0, 2.0])
     on_device = torch.view_as_real(torch.polar(torch.ones(3, device=emu), angles.to(emu)))
     assert torch.equal(on_device.cpu(), torch.view_as_real(torch.polar(torch.ones(3), angles)))
 
 
-def test_random_draws_use_the_cpu_generator(emu):
+def test_random_draws_use_the_cpu_generator(emu: torch.device) -> None:
     # torch offers no Python hook for a device generator, so none exists on emu.
     with pytest.raises(NotImplementedError, match="getNewGenerator"):
         torch.Generator(device="emu")
@@ -84,13 +86,13 @@ def test_random_draws_use_the_cpu_generator(emu):
     assert torch.equal(drawn.cpu(), torch.randn(4, generator=torch.Generator().manual_seed(7)))
 
 
-def test_attention_with_grad_still_records_autograd(emu):
+def test_attention_with_grad_still_records_autograd(emu: torch.device) -> None:
     query = torch.randn(1, 2, 5, 8).to(emu).requires_grad_()
     torch.nn.functional.scaled_dot_product_attention(query, query, query).sum().backward()
     assert query.grad.device == emu
 
 
-def test_qwen_image_transformer_forward_matches_cpu_bit_for_bit(emu):
+def test_qwen_image_transformer_forward_matches_cpu_bit_for_bit(emu: torch.device) -> None:
     torch.manual_seed(0)
     model = QwenImageTransformer2DModel(
         patch_size=2,
@@ -118,7 +120,7 @@ def test_qwen_image_transformer_forward_matches_cpu_bit_for_bit(emu):
     assert torch.equal(on_device.cpu(), on_cpu)
 
 
-def test_unet2d_forward_matches_cpu_bit_for_bit(emu):
+def test_unet2d_forward_matches_cpu_bit_for_bit(emu: torch.device) -> None:
     torch.manual_seed(0)
     model = UNet2DModel(
         sample_size=8,
@@ -147,7 +149,7 @@ def _flow_match_five_steps(device: torch.device | str) -> torch.Tensor:
     return latents
 
 
-def test_flow_match_euler_five_steps_match_cpu_bit_for_bit(emu):
+def test_flow_match_euler_five_steps_match_cpu_bit_for_bit(emu: torch.device) -> None:
     assert torch.equal(_flow_match_five_steps(emu).cpu(), _flow_match_five_steps("cpu"))
 
 
@@ -161,5 +163,5 @@ def _euler_five_steps(device: torch.device | str) -> torch.Tensor:
     return latents
 
 
-def test_euler_discrete_five_steps_match_cpu_bit_for_bit(emu):
+def test_euler_discrete_five_steps_match_cpu_bit_for_bit(emu: torch.device) -> None:
     assert torch.equal(_euler_five_steps(emu).cpu(), _euler_five_steps("cpu"))

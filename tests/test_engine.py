@@ -1,0 +1,142 @@
+"""The engine's guarantees, independent of any one rule's logic."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemods.engine import Mode, RunOptions, run
+from codemods.rules.output_attribute_access import OutputAttributeAccess
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A directory with every DIF004 fixture input (one file per case)."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    for case in sorted((FIXTURES / "DIF004").glob("*.py")):
+        if not case.name.endswith(".expected.py"):
+            shutil.copy(case, root / case.name)
+    return root
+
+
+def _findings(result) -> list[tuple]:
+    return [(f.path, f.line, f.column, f.code, f.message, f.fix_safety, f.not_fixed_reason) for f in result.findings]
+
+
+def test_same_findings_with_and_without_the_cache_and_with_1_or_n_jobs(tree: Path, tmp_path: Path) -> None:
+    # Enough files that N jobs really use a process pool.
+    for copy in range(3):
+        for case in list(tree.glob("*.py"))[:9]:
+            shutil.copy(case, tree / f"copy{copy}_{case.name}")
+    cache = tmp_path / "cache"
+    baseline = run(RunOptions(paths=(tree,), mode=Mode.CHECK, jobs=1))
+    cold = run(RunOptions(paths=(tree,), mode=Mode.CHECK, jobs=2, cache_dir=cache))
+    warm = run(RunOptions(paths=(tree,), mode=Mode.CHECK, jobs=2, cache_dir=cache))
+    assert len(baseline.findings) > 20
+    assert _findings(baseline) == _findings(cold) == _findings(warm)
+    assert list(cache.glob("scan-*.pickle")) and (cache / ".gitignore").read_text().endswith("*\n")
+
+
+def test_a_changed_file_is_rescanned_not_served_from_the_cache(tree: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    target = tree / "kandinsky_movq_subscript.py"
+    first = run(RunOptions(paths=(target,), mode=Mode.CHECK, cache_dir=cache))
+    target.write_text(target.read_text().replace('["sample"]', '["sample"]  # codemod: ignore[DIF004]'))
+    second = run(RunOptions(paths=(target,), mode=Mode.CHECK, cache_dir=cache))
+    assert (len(first.findings), len(second.findings)) == (1, 0)
+
+
+def test_a_rule_that_crashes_is_reported_and_the_file_left_untouched(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tree / "kandinsky_movq_subscript.py"
+    before = target.read_bytes()
+    original_check = OutputAttributeAccess.check
+
+    def crash_on_one_file(self, source, tree_info):
+        if source.path.endswith("kandinsky_movq_subscript.py"):
+            raise RuntimeError("boom")
+        return original_check(self, source, tree_info)
+
+    monkeypatch.setattr(OutputAttributeAccess, "check", crash_on_one_file)
+    result = run(RunOptions(paths=(tree,), jobs=1))
+    assert [(Path(e.path).name, e.message) for e in result.errors] == [
+        ("kandinsky_movq_subscript.py", "rule DIF004 failed: RuntimeError: boom")
+    ]
+    assert target.read_bytes() == before
+    assert len(result.changes) > 3  # the other files were still fixed
+    assert result.exit_code() == 2
+
+
+def test_an_edit_that_crashes_leaves_the_file_untouched(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tree / "kandinsky_movq_subscript.py"
+    before = target.read_bytes()
+
+    def broken_edit(self, node, **params):
+        raise ValueError("cannot edit")
+
+    monkeypatch.setattr(OutputAttributeAccess, "edit_first_output", broken_edit)
+    result = run(RunOptions(paths=(target,), jobs=1))
+    assert target.read_bytes() == before
+    assert [e.message for e in result.errors] == ["fix failed: ValueError: cannot edit"]
+    assert result.findings[0].not_fixed_reason == "fix failed: ValueError: cannot edit"
+
+
+def test_an_edit_producing_invalid_code_is_not_written(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import libcst as cst
+
+    target = tree / "kandinsky_movq_subscript.py"
+    before = target.read_bytes()
+    # `await` in a plain function parses (ast.parse accepts it) but does not compile.
+    monkeypatch.setattr(
+        OutputAttributeAccess, "edit_first_output", lambda self, node, **params: cst.Await(expression=node.value)
+    )
+    result = run(RunOptions(paths=(target,), jobs=1))
+    assert target.read_bytes() == before
+    assert "does not compile" in result.errors[0].message
+
+
+def test_a_non_idempotent_fix_is_refused(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import libcst as cst
+
+    target = tree / "kandinsky_movq_subscript.py"
+    before = target.read_bytes()
+    # A broken edit that leaves the pattern in place (and adds to it) would fire again next run.
+    monkeypatch.setattr(
+        OutputAttributeAccess,
+        "edit_first_output",
+        lambda self, node, **params: cst.Subscript(value=node, slice=[cst.SubscriptElement(cst.Index(cst.Integer("0")))]),
+    )
+    result = run(RunOptions(paths=(target,), jobs=1))
+    assert target.read_bytes() == before
+    assert "not idempotent" in result.errors[0].message
+
+
+def test_writes_are_atomic_and_keep_the_file_mode(tree: Path) -> None:
+    target = tree / "kandinsky_movq_subscript.py"
+    os.chmod(target, 0o640)
+    run(RunOptions(paths=(target,), jobs=1))
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert "return_dict=False)[0]" in target.read_text()
+    assert [p.name for p in tree.iterdir() if p.name.startswith(".")] == []  # no temporary file left behind
+
+
+def test_static_runs_never_import_torch(tree: Path) -> None:
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from codemods.engine import RunOptions, run\n"
+        f"run(RunOptions(paths=(Path({str(tree)!r}),), jobs=1))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'diffusers')))\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert completed.stdout.strip() == "[]"
