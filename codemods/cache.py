@@ -1,8 +1,12 @@
-"""Scan results cached by file path + content, tool version, rule selection and tree facts.
+"""What a run can reuse from the last one, keyed by tool version, rule selection and tree facts.
 
-A warm run over an unchanged tree reads and hashes the files and parses none of them.
-The cache is one pickle per key in the cache directory (like ruff's, with a `.gitignore`
-so it never lands in a commit).
+Two files per key in the cache directory (which carries a `.gitignore`, like ruff's):
+- `index-*.pickle`, small, always read: each file's content digest by (size, mtime_ns), so an
+  unchanged file is neither read nor hashed (git's index does the same), and the resolved
+  findings of recent whole-tree runs, by the digests of all their files;
+- `scan-*.pickle`, large, read only when a file must be scanned: each file's scan (facts and
+  unresolved findings) by path + content digest.
+A warm run over an unchanged tree therefore stats the files, reads one small pickle and prints.
 """
 
 from __future__ import annotations
@@ -11,13 +15,17 @@ import hashlib
 import os
 import pickle
 import tempfile
+from collections.abc import Iterable
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from codemods import __version__
 
 # Entries from other runs kept beside this run's, so switching between two trees stays warm.
-_MAX_ENTRIES = 20_000
+_MAX_SCANS = 20_000
+_MAX_RUNS = 4
+_UNREADABLE = (OSError, EOFError, ValueError, pickle.UnpicklingError, AttributeError, ImportError, TypeError)
 
 
 def digest(path: str, data: bytes) -> str:
@@ -25,44 +33,83 @@ def digest(path: str, data: bytes) -> str:
     return hashlib.blake2b(path.encode() + b"\0" + data, digest_size=16).hexdigest()
 
 
+def run_key(digests: Iterable[tuple[str, str]]) -> str:
+    return hashlib.blake2b(repr(sorted(digests)).encode(), digest_size=16).hexdigest()
+
+
 class ScanCache:
     def __init__(self, directory: Path | None, key: str) -> None:
-        self._path = None
-        self._entries: dict[str, Any] = {}
-        self._dirty = False
-        if directory is None:
-            return
+        self._directory = directory
         name = hashlib.blake2b(f"{__version__}|{key}".encode(), digest_size=12).hexdigest()
-        self._path = directory / f"scan-{name}.pickle"
-        try:
-            with self._path.open("rb") as handle:
-                self._entries = pickle.load(handle)
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError):
-            self._entries = {}  # a missing or stale cache is an empty one
+        self._index_path = directory / f"index-{name}.pickle" if directory else None
+        self._scans_path = directory / f"scan-{name}.pickle" if directory else None
+        self._stats: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime_ns, content digest)
+        self._runs: dict[str, Any] = {}  # run key -> resolved result
+        self._dirty: set[str] = set()
+        if self._index_path is not None:
+            self._stats, self._runs = _load(self._index_path, ({}, {}))
+
+    @cached_property
+    def _scans(self) -> dict[str, Any]:
+        return _load(self._scans_path, {}) if self._scans_path is not None else {}
+
+    def file_digest(self, path: str) -> str:
+        """The content digest of `path`, read and hashed only if its size or mtime changed since last time."""
+        status = os.stat(path)
+        known = self._stats.get(path)
+        if known is not None and known[:2] == (status.st_size, status.st_mtime_ns):
+            return known[2]
+        with open(path, "rb") as handle:
+            value = digest(path, handle.read())
+        self._stats[path] = (status.st_size, status.st_mtime_ns, value)
+        self._dirty.add("index")
+        return value
 
     def get(self, key: str) -> Any | None:
-        return self._entries.get(key)
+        return self._scans.get(key)
 
     def put(self, key: str, value: Any) -> None:
-        self._entries[key] = value
-        self._dirty = True
+        self._scans[key] = value
+        self._dirty.add("scans")
+
+    def run_result(self, key: str) -> Any | None:
+        return self._runs.get(key)
+
+    def put_run_result(self, key: str, value: Any) -> None:
+        self._runs = {key: value, **{k: v for k, v in list(self._runs.items())[: _MAX_RUNS - 1] if k != key}}
+        self._dirty.add("index")
 
     def save(self, keep: set[str]) -> None:
-        if self._path is None or not self._dirty:
+        if self._directory is None or not self._dirty:
             return
-        entries = {k: v for k, v in self._entries.items() if k in keep}
-        for k, v in self._entries.items():
-            if len(entries) >= _MAX_ENTRIES:
-                break
-            entries.setdefault(k, v)
-        directory = self._path.parent
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            gitignore = directory / ".gitignore"
+            self._directory.mkdir(parents=True, exist_ok=True)
+            gitignore = self._directory / ".gitignore"
             if not gitignore.exists():
                 gitignore.write_text("# Created by diffusers-codemod.\n*\n")
-            with tempfile.NamedTemporaryFile("wb", dir=directory, delete=False) as handle:
-                pickle.dump(entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(handle.name, self._path)
+            if "scans" in self._dirty:
+                scans = {k: v for k, v in self._scans.items() if k in keep}
+                for k, v in self._scans.items():
+                    if len(scans) >= _MAX_SCANS:
+                        break
+                    scans.setdefault(k, v)
+                _dump(self._scans_path, scans)
+            if "index" in self._dirty:
+                _dump(self._index_path, (dict(list(self._stats.items())[-_MAX_SCANS:]), self._runs))
         except OSError:
             pass  # a read-only checkout still gets its findings, only slower next time
+        self._dirty.clear()
+
+
+def _load(path: Path, empty: Any) -> Any:
+    try:
+        with path.open("rb") as handle:
+            return pickle.load(handle)
+    except _UNREADABLE:
+        return empty  # a missing or stale cache is an empty one
+
+
+def _dump(path: Path, value: Any) -> None:
+    with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False) as handle:
+        pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(handle.name, path)

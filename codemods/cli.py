@@ -8,6 +8,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from codemods.config import ConfigError
@@ -159,14 +160,13 @@ def main() -> None:
     except (UsageError, ConfigError) as error:
         print(f"codemod: error: {error}", file=sys.stderr)
         code = 2
-    except typer.Exit as exit_:
+    except click.exceptions.Exit as exit_:
         code = exit_.exit_code
-    except typer.Abort:
+    except click.exceptions.Abort:
         print("codemod: interrupted", file=sys.stderr)
         code = 130
-    except typer.TyperException as error:  # typer's (vendored click) usage errors
-        message = error.format_message() if hasattr(error, "format_message") else str(error)
-        print(f"codemod: error: {message}", file=sys.stderr)
+    except click.exceptions.ClickException as error:  # usage errors: bad options, missing arguments
+        print(f"codemod: error: {error.format_message()}", file=sys.stderr)
         code = 2
     sys.exit(code or 0)
 

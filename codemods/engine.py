@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
-from codemods.cache import ScanCache, digest
+from codemods.cache import ScanCache, digest, run_key
 from codemods.config import Config, find_pyproject, load_config
 from codemods.discovery import discover
 from codemods.facts import FileFacts
@@ -121,15 +121,25 @@ class _Run:
 
     def execute(self) -> RunResult:
         result = RunResult(self.options.mode, self.rules, len(self.files))
-        scans = self.scan_files()
+        digests, unreadable = self.digest_files()
+        key = run_key(digests.items())
+        cached = self.cache.run_result(key)
+        if cached is not None and (self.options.mode is Mode.CHECK or not any(map(self.wanted, cached[0]))):
+            result.findings, result.errors = cached
+            return result
+        scans = {**unreadable, **self.scan_files(digests)}
+        loose = [Path(path) for path, root in self.roots.items() if root is None]
         index = ProjectIndex(
-            {root or Path(path) for path, root in self.roots.items()},
+            {root for root in self.roots.values() if root} | set(loose),
             {s.path: s.facts for s in scans.values() if s.facts},
             self.load_facts,
-            reference=installed_diffusers(),
+            # Only a script outside any package resolves names against the installed diffusers.
+            reference=installed_diffusers() if loose else None,
         )
         errors = {path: s.error for path, s in scans.items() if s.error}
         findings = self.resolve(scans.values(), index, errors)
+        if not loose and set(index.paths) <= set(self.files):  # whole trees: nothing outside the run was read
+            self.cache.put_run_result(key, (findings, sorted(errors.values(), key=lambda e: e.path)))
         self.cache.save(self.used_cache_keys)
         result.findings = findings
         if self.options.mode is not Mode.CHECK:
@@ -143,18 +153,21 @@ class _Run:
         result.findings.sort(key=Finding.sort_key)
         return result
 
-    def scan_files(self) -> dict[str, Scan]:
-        scans: dict[str, Scan] = {}
-        pending: list[ScanJob] = []
-        keys: dict[str, str] = {}
+    def digest_files(self) -> tuple[dict[str, str], dict[str, Scan]]:
+        digests: dict[str, str] = {}
+        unreadable: dict[str, Scan] = {}
         for path in self.files:
             try:
-                data = Path(path).read_bytes()
+                digests[path] = self.cache.file_digest(path)
             except OSError as error:
-                scans[path] = Scan(path, [], None, FileError(path, f"cannot read: {error.strerror}"))
-                continue
-            keys[path] = digest(path, data)
-            cached = self.cache.get(keys[path])
+                unreadable[path] = Scan(path, [], None, FileError(path, f"cannot read: {error.strerror}"))
+        return digests, unreadable
+
+    def scan_files(self, digests: dict[str, str]) -> dict[str, Scan]:
+        scans: dict[str, Scan] = {}
+        pending: list[ScanJob] = []
+        for path, key in digests.items():
+            cached = self.cache.get(key)
             if cached is not None:
                 scans[path] = cached
             else:
@@ -162,8 +175,8 @@ class _Run:
         self.progress("scan", len(scans), len(self.files))
         for scan in self.map(run_scan_job, pending, "scan", already=len(scans), total=len(self.files)):
             scans[scan.path] = scan
-            self.cache.put(keys[scan.path], scan)
-        self.used_cache_keys.update(keys.values())
+            self.cache.put(digests[scan.path], scan)
+        self.used_cache_keys.update(digests.values())
         return scans
 
     def load_facts(self, path: str, module: str, text: str) -> FileFacts | None:

@@ -11,7 +11,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from codemods.source import LineIndex
+from codemods.source import LineIndex, statements
 
 _COPIED_FROM = re.compile(r"^(\s*)#\s*Copied from\s+diffusers\.(\S+\.\S+)\s*($|\S.*$)", re.MULTILINE)
 
@@ -158,9 +158,9 @@ def _method_facts(node: ast.FunctionDef | ast.AsyncFunctionDef) -> MethodFacts:
     tuple_firsts: list[str] = []
     outputs: list[OutputReturn] = []
     delegates: list[str] = []
-    for inner in ast.walk(node):
+    for inner in statements(node.body):
         if isinstance(inner, ast.If) and _is_not_return_dict(inner.test):
-            for statement in ast.walk(ast.Module(body=inner.body, type_ignores=[])):
+            for statement in statements(inner.body):
                 if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Tuple):
                     elements = statement.value.elts
                     tuple_firsts.append(ast.unparse(elements[0]) if elements else "")

@@ -75,9 +75,6 @@ class Fixer:
     def fix(self, findings: list[Finding]) -> dict[str, tuple[str, str]]:
         candidates = [f for f in findings if self.run.wanted(f) and f.path not in self.errors]
         self._decline_conflicts(candidates)
-        for finding in findings:
-            if finding.fix is not None and not self.run.wanted(finding):
-                finding.not_fixed_reason = "unsafe fix: apply with --unsafe-fixes"
         changes: dict[str, tuple[str, str]] = {}
         for _ in range(_MAX_ROUNDS):
             active = [f for f in candidates if id(f) not in self.declined and f.path not in self.errors]
@@ -97,17 +94,19 @@ class Fixer:
 
     def _decline_conflicts(self, candidates: list[Finding]) -> None:
         """Two fixes replacing the same node cannot both apply; the first (by position) wins."""
-        owner: dict[tuple[str, object], Finding] = {}
+        owner: dict[tuple[str, object], tuple[Finding, object]] = {}
         for finding in sorted(candidates, key=Finding.sort_key):
             for edit in finding.fix.edits:
                 if edit.inserts:
                     continue
                 key = (finding.path, edit.target)
-                if key in owner and owner[key] is not finding:
-                    first = owner[key]
+                if key in owner and owner[key][0] is not finding:
+                    first, first_edit = owner[key]
+                    if first.code == finding.code and first_edit == edit:
+                        continue  # one fix shared by several findings (a class rewritten as a whole)
                     self.declined[id(finding)] = f"same code as the {first.code} fix at line {first.line}; run again"
                     break
-                owner[key] = finding
+                owner[key] = (finding, edit)
 
     def _apply(self, active: list[Finding]) -> tuple[dict[str, tuple[str, str]], dict[str, Scan]]:
         by_path: dict[str, list[Finding]] = {}

@@ -28,17 +28,6 @@ def installed_diffusers() -> Path | None:
     return Path(spec.origin).parent if spec and spec.origin else None
 
 
-def _read_tree(roots: Iterable[Path]) -> dict[str, str]:
-    texts = {}
-    for root in roots:
-        for path in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
-            try:
-                texts[str(path)] = path.read_text("utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-    return texts
-
-
 def package_root(path: Path) -> Path | None:
     """The outermost package directory holding `path` (`.../src/diffusers` for any file inside it)."""
     directory = path if path.is_dir() else path.parent
@@ -66,16 +55,16 @@ class TreeInfo:
 
     root: str | None
     package: str
-    torch_utils_names: frozenset[str]  # helpers the tree's `utils/torch_utils.py` defines
+    torch_utils_names: tuple[str, ...]  # helpers the tree's `utils/torch_utils.py` defines (sorted: a cache key)
     line_length: int
 
     @classmethod
     def of(cls, root: Path | None, line_length: int) -> TreeInfo:
         if root is None:
-            return cls(None, "", frozenset(), line_length)
+            return cls(None, "", (), line_length)
         torch_utils = root / "utils" / "torch_utils.py"
         text = torch_utils.read_text("utf-8") if torch_utils.is_file() else ""
-        return cls(str(root), root.name, frozenset(_DEFINED_FUNCTION.findall(text)), line_length)
+        return cls(str(root), root.name, tuple(sorted(set(_DEFINED_FUNCTION.findall(text)))), line_length)
 
 
 FactsLoader = Callable[[str, str, str], FileFacts | None]
@@ -92,6 +81,8 @@ class ProjectIndex:
     """Facts across the trees of a run, loaded on demand.
 
     `roots` are package directories, or single files that belong to no package (a script).
+    Files the run scanned come with their facts; any other file of the trees is read, and
+    parsed, only when a question names it.
     """
 
     def __init__(
@@ -103,27 +94,34 @@ class ProjectIndex:
     ) -> None:
         self._roots = sorted(set(roots))
         self._facts: dict[str, FileFacts | None] = dict(known)
+        self._texts: dict[str, str | None] = {}
         self._load = load
         # A tree consulted for class definitions only (never for copies), for files outside any package.
         self._reference = ProjectIndex([reference], {}, load) if reference and reference not in self._roots else None
 
     @cached_property
-    def _texts(self) -> dict[str, str]:
-        return _read_tree(self._roots)
+    def paths(self) -> list[str]:
+        """Every Python file of the trees."""
+        return [str(p) for root in self._roots for p in (sorted(root.rglob("*.py")) if root.is_dir() else [root])]
 
     def overlay(self, texts: dict[str, str], facts: dict[str, FileFacts | None]) -> ProjectIndex:
         """The same tree with some files rewritten (to check a fix before it is written)."""
         index = ProjectIndex(self._roots, {**self._facts, **facts}, self._load)
         index._reference = self._reference
-        index.__dict__["_texts"] = {**self._texts, **texts}
+        index._texts = {**self._texts, **texts}
         return index
 
     def text(self, path: str) -> str | None:
-        return self._texts.get(path)
+        if path not in self._texts:
+            try:
+                self._texts[path] = Path(path).read_text("utf-8")
+            except (OSError, UnicodeDecodeError):
+                self._texts[path] = None
+        return self._texts[path]
 
     def facts(self, path: str) -> FileFacts | None:
         if path not in self._facts:
-            text = self._texts.get(path)
+            text = self.text(path)
             root = next((r for r in self._roots if r.is_dir() and Path(path).is_relative_to(r)), None)
             module = module_name(Path(path), root)
             self._facts[path] = self._load(path, module, text) if text is not None else None
@@ -132,8 +130,10 @@ class ProjectIndex:
     @cached_property
     def _class_files(self) -> dict[str, list[str]]:
         where: dict[str, list[str]] = {}
-        for path, text in self._texts.items():
-            for name in _CLASS_NAME.findall(text):
+        for path in self.paths:
+            known = self._facts.get(path)
+            names = known.classes if known is not None else _CLASS_NAME.findall(self.text(path) or "")
+            for name in names:
                 where.setdefault(name, []).append(path)
         return where
 
@@ -172,20 +172,19 @@ class ProjectIndex:
 
     def module_path(self, module: str) -> str | None:
         """The file of `models.x.y` (dotted, without the package name) in any root."""
+        paths = set(self.paths)
         for root in self._roots:
-            if not root.is_dir():
-                continue
-            candidate = root.joinpath(*module.split(".")).with_suffix(".py")
-            if str(candidate) in self._texts:
-                return str(candidate)
+            candidate = str(root.joinpath(*module.split(".")).with_suffix(".py")) if root.is_dir() else None
+            if candidate in paths:
+                return candidate
         return None
 
     def copies_citing(self, dotted: str, inner: bool = False) -> list[CopyBlock]:
         """Blocks marked `# Copied from diffusers.<dotted>`; with `inner`, also those copied from inside it."""
         needle = f"Copied from diffusers.{dotted}"
         blocks = []
-        for path, text in self._texts.items():
-            if needle not in text:
+        for path in self.paths:
+            if path not in self._facts and needle not in (self.text(path) or ""):
                 continue
             facts = self.facts(path)
             for block in facts.copies if facts else ():

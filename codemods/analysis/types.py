@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+from codemods.source import statements
+
 Types = tuple[str, ...]
 
 _CONSTRUCTORS = ("from_pretrained", "from_config", "from_single_file")
@@ -84,15 +86,16 @@ def attribute_types(cls: ast.ClassDef) -> dict[str, Types | None]:
             return annotation_types(parameters[value.id])
         return constructed_type(value)
 
-    for node in ast.walk(cls):
+    methods = [n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    for node in (statement for method in methods for statement in statements(method.body)):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if _is_self_attribute(target):
                     record(target.attr, value_types(node.value))
         elif isinstance(node, ast.AnnAssign) and node.value is not None and _is_self_attribute(node.target):
             record(node.target.attr, value_types(node.value))
-        elif isinstance(node, ast.Call) and _is_register_modules(node):
-            for keyword in node.keywords:
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_register_modules(node.value):
+            for keyword in node.value.keywords:
                 if keyword.arg:
                     record(keyword.arg, value_types(keyword.value))
     return found

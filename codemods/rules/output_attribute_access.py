@@ -75,7 +75,7 @@ class OutputAttributeAccess(Rule):
             if read is None:
                 continue
             call, field = read
-            callee = _callee(call, ancestors)
+            callee = _callee(call, ancestors, source)
             if callee is None:
                 continue
             types, method = callee
@@ -171,7 +171,7 @@ def _field_read(node: ast.AST, ancestors: Ancestors) -> tuple[ast.Call, str] | N
     return (node.value, field) if isinstance(node.value, ast.Call) else None
 
 
-def _callee(call: ast.Call, ancestors: Ancestors) -> tuple[Types, str] | None:
+def _callee(call: ast.Call, ancestors: Ancestors, source: SourceFile) -> tuple[Types, str] | None:
     """The classes the called object may be and the method that runs (`forward` for a module call)."""
     func = call.func
     method = "forward"
@@ -181,14 +181,14 @@ def _callee(call: ast.Call, ancestors: Ancestors) -> tuple[Types, str] | None:
         cls = enclosing(ancestors, ast.ClassDef)
         if cls is None:
             return None
-        component = attribute_types(cls).get(func.attr)
+        component = source.memo(f"attribute_types:{id(cls)}", lambda: attribute_types(cls)).get(func.attr)
         if component:
             return component, method
         defines = any(isinstance(n, ast.FunctionDef) and n.name == func.attr for n in cls.body)
         return ((cls.name,), func.attr) if defines and method == "forward" else None
     if isinstance(func, ast.Name):
         scope = enclosing(ancestors, (ast.FunctionDef, ast.AsyncFunctionDef)) or ancestors[0]
-        types = local_types(scope).get(func.id)
+        types = source.memo(f"local_types:{id(scope)}", lambda: local_types(scope)).get(func.id)
         return (types, method) if types else None
     return None
 

@@ -1,0 +1,101 @@
+"""The hooks, run by the real `pre-commit` tool on a real commit in a scratch repository."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parent.parent
+EXAMPLE = (PROJECT / "fixtures" / "DIF004" / "autoencoder_self_decode.py").read_text()
+FIXED = (PROJECT / "fixtures" / "DIF004" / "autoencoder_self_decode.expected.py").read_text()
+
+
+def git(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def _repository(path: Path) -> Path:
+    path.mkdir()
+    git("init", "-q", "-b", "main", cwd=path)
+    git("config", "user.email", "dev@example.invalid", cwd=path)
+    git("config", "user.name", "Dev", cwd=path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def hook_repository(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """This project's working tree as a committed git repository that pre-commit can install from."""
+    repo = _repository(tmp_path_factory.mktemp("hooks") / "diffusers-codemod")
+    for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
+        shutil.copy(PROJECT / name, repo / name)
+    shutil.copytree(PROJECT / "codemods", repo / "codemods", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(PROJECT / "bot", repo / "bot", ignore=shutil.ignore_patterns("__pycache__"))
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "hooks", cwd=repo)
+    return repo, git("rev-parse", "HEAD", cwd=repo).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+def _project(tmp_path: Path, hook_repository: tuple[Path, str], hook_id: str) -> Path:
+    repo, rev = hook_repository
+    project = _repository(tmp_path / "project")
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: {hook_id}\n"
+    )
+    git("add", ".pre-commit-config.yaml", cwd=project)
+    git("commit", "-qm", "config", "--no-verify", cwd=project)
+    return project
+
+
+def _commit(project: Path, home: Path, message: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=project, env=env, check=True, capture_output=True)
+    # git shows the hooks' output on its stderr; merge the two for the assertions.
+    return subprocess.run(
+        ["git", "commit", "-m", message], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def test_the_fixing_hook_stops_the_commit_and_fixes_the_file(
+    tmp_path: Path, hook_repository: tuple[Path, str], pre_commit_home: Path
+) -> None:
+    project = _project(tmp_path, hook_repository, "diffusers-codemod")
+    (project / "autoencoder.py").write_text(EXAMPLE)
+    git("add", "autoencoder.py", cwd=project)
+
+    stopped = _commit(project, pre_commit_home, "add autoencoder")
+    assert stopped.returncode != 0, stopped.stdout
+    assert "files were modified by this hook" in stopped.stdout
+    assert (project / "autoencoder.py").read_text() == FIXED
+    assert git("log", "--format=%s", cwd=project).stdout.split() == ["config"]
+
+    git("add", "autoencoder.py", cwd=project)
+    passed = _commit(project, pre_commit_home, "add autoencoder")
+    assert passed.returncode == 0, passed.stdout
+    assert "Passed" in passed.stdout
+
+
+def test_the_check_hook_reports_without_changing_and_a_clean_file_passes(
+    tmp_path: Path, hook_repository: tuple[Path, str], pre_commit_home: Path
+) -> None:
+    project = _project(tmp_path, hook_repository, "diffusers-codemod-check")
+    (project / "autoencoder.py").write_text(EXAMPLE)
+    git("add", "autoencoder.py", cwd=project)
+    stopped = _commit(project, pre_commit_home, "add autoencoder")
+    assert stopped.returncode != 0
+    assert "autoencoder.py:28:31: DIF004 [*] `.sample` read off `self._decode(...)`" in stopped.stdout
+    assert (project / "autoencoder.py").read_text() == EXAMPLE
+
+    (project / "autoencoder.py").write_text(FIXED)
+    git("add", "autoencoder.py", cwd=project)
+    passed = _commit(project, pre_commit_home, "add autoencoder")
+    assert passed.returncode == 0, passed.stdout
