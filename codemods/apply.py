@@ -5,6 +5,7 @@ Imported only when a file gets a fix: detection never pays for libcst.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,9 @@ def apply_fixes(text: str, fixes: Sequence[tuple[Rule, Fix]]) -> str:
     edits: dict[NodeRef, list[tuple[Rule, Edit]]] = {}
     for rule, fix in fixes:
         for edit in fix.edits:
-            edits.setdefault(edit.target, []).append((rule, edit))
+            # Findings that share one fix (every site of a class rewritten together) carry the same edits: once each.
+            if (rule, edit) not in edits.setdefault(edit.target, []):
+                edits[edit.target].append((rule, edit))
     applier = _EditApplier(wrapper.resolve(PositionProvider), edits)
     module = wrapper.module.visit(applier)
     if applier.pending:
@@ -62,6 +65,8 @@ def add_imports(module: cst.Module, requests: Iterable[ImportRequest]) -> cst.Mo
 
 
 def _add_import(module: cst.Module, request: ImportRequest) -> cst.Module:
+    if not request.module:
+        return _add_plain_import(module, request.name)
     body = list(module.body)
     last_import = None
     insert_after = None
@@ -85,6 +90,53 @@ def _add_import(module: cst.Module, request: ImportRequest) -> cst.Module:
     at = (insert_after if insert_after is not None else last_import if last_import is not None else -1) + 1
     body.insert(at, new)
     return module.with_changes(body=body)
+
+
+def _add_plain_import(module: cst.Module, name: str) -> cst.Module:
+    """`import name` (a standard-library module) in the file's first import block, as isort orders it."""
+    body = list(module.body)
+    first = None
+    for position, statement in enumerate(body):
+        imports = _imports_in(statement)
+        if imports is None:
+            if first is not None:
+                break
+            continue
+        for node in imports:
+            if isinstance(node, cst.Import) and any(a.evaluated_name == name and a.asname is None for a in node.names):
+                return module
+        if all(isinstance(n, cst.ImportFrom) and _module_text(n) == "__future__" for n in imports):
+            continue
+        if first is None:
+            first = position
+    new = cst.parse_statement(f"import {name}\n")
+    if first is None:
+        return module.with_changes(body=[new, *body])
+    block_end = first
+    while block_end + 1 < len(body) and _imports_in(body[block_end + 1]) is not None and not body[block_end + 1].leading_lines:
+        block_end += 1
+    block = body[first : block_end + 1]
+    if not all(_top_module(n) in sys.stdlib_module_names for s in block for n in _imports_in(s)):
+        # The first block is not the standard library's: a block of its own goes above it.
+        body.insert(first, new.with_changes(leading_lines=block[0].leading_lines))
+        body[first + 1] = block[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+        return module.with_changes(body=body)
+    at = first
+    for position in range(first, block_end + 1):
+        node = _imports_in(body[position])[0]
+        if isinstance(node, cst.Import) and _top_module(node) < name:
+            at = position + 1
+    if at == first:
+        new = new.with_changes(leading_lines=body[first].leading_lines)
+        body[first] = body[first].with_changes(leading_lines=[])
+    body.insert(at, new)
+    return module.with_changes(body=body)
+
+
+def _top_module(node: cst.Import | cst.ImportFrom) -> str:
+    if isinstance(node, cst.ImportFrom):
+        return "" if node.relative else _module_text(node).split(".")[0]
+    return node.names[0].evaluated_name.split(".")[0]
 
 
 def _imports_in(statement: cst.CSTNode) -> list[cst.CSTNode] | None:

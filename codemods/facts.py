@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from codemods.source import LineIndex, statements
 
-_COPIED_FROM = re.compile(r"^(\s*)#\s*Copied from\s+diffusers\.(\S+\.\S+)\s*($|\S.*$)", re.MULTILINE)
+_COPIED_FROM = re.compile(r"^([ \t]*)#[ \t]*Copied from[ \t]+diffusers\.(\S+\.\S+)[ \t]*($|\S.*$)", re.MULTILINE)
 
 
 @dataclass(frozen=True)

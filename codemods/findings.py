@@ -51,7 +51,10 @@ class Edit:
 
 @dataclass(frozen=True)
 class ImportRequest:
-    """`from <module> import <name>`, where `module` is written as the file's neighbours would (may be relative)."""
+    """`from <module> import <name>`, where `module` is written as the file's neighbours would (may be relative).
+
+    An empty `module` asks for `import <name>` (a standard-library module, such as `functools`).
+    """
 
     module: str
     name: str

@@ -20,7 +20,7 @@ from codemods.facts import FileFacts
 from codemods.findings import FileError, Finding, Fix
 from codemods.project import ProjectIndex
 from codemods.rules import select_rules
-from codemods.scan import Scan, ScanJob, run_scan_job
+from codemods.scan import Scan, run_scan_job
 
 if TYPE_CHECKING:
     from codemods.engine import _Run
@@ -158,7 +158,7 @@ class Fixer:
         for finding in active:
             if finding.path not in changes:
                 continue
-            for pair in self._pairs(finding):
+            for pair in sorted(self._pairs(finding)):  # sorted: the reason must not depend on hash order
                 if pair not in verdicts:
                     verdicts[pair] = self._copy_problem(pair, in_run, text_before, text_after, facts_after)
                 if verdicts[pair]:

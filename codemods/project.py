@@ -179,6 +179,10 @@ class ProjectIndex:
                 return candidate
         return None
 
+    def paths_containing(self, needle: str) -> list[str]:
+        """Files of the tree whose text holds `needle` (a cheap first pass before parsing any of them)."""
+        return [path for path in self.paths if needle in (self.text(path) or "")]
+
     def copies_citing(self, dotted: str, inner: bool = False) -> list[CopyBlock]:
         """Blocks marked `# Copied from diffusers.<dotted>`; with `inner`, also those copied from inside it."""
         needle = f"Copied from diffusers.{dotted}"

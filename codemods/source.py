@@ -21,6 +21,11 @@ _SUPPRESSION = re.compile(r"#\s*codemod:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 
 Ancestors = tuple[ast.AST, ...]
 
+_COMPOUND_STATEMENTS = (
+    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match,
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Span:
@@ -78,8 +83,18 @@ class SourceFile:
         span = self.span(node)
         return NodeRef(kind, span.line, span.column, span.end_line, span.end_column)
 
+    def statement_ref(self, statement: ast.stmt) -> NodeRef:
+        """Where libcst will find a whole statement: a compound one (`if`, `for`, `with`...) by its class,
+        a simple one as the `SimpleStatementLine` holding it (alone on its line, or nothing matches)."""
+        simple = not isinstance(statement, _COMPOUND_STATEMENTS)
+        return self.ref(statement, "SimpleStatementLine" if simple else type(statement).__name__)
+
     def segment(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.text, node) or ""
+        """The source text of `node` (`ast.get_source_segment` without re-splitting the file each call)."""
+        end_line, end_column = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+        if getattr(node, "lineno", None) is None or end_line is None or end_column is None:
+            return ""
+        return self.text[self.offset(node.lineno, node.col_offset) : self.offset(end_line, end_column)]
 
     def offset(self, line: int, byte_column: int) -> int:
         """Character offset in `text` of an `ast` position."""
@@ -138,7 +153,8 @@ def _touches(node: ast.AST, wanted: list[int]) -> bool:
     if first:
         start = min(start, min(d.lineno for d in first))
     end = node.end_lineno or start
-    return any(start <= line <= end for line in wanted)
+    first_at_or_after = bisect.bisect_left(wanted, start)
+    return first_at_or_after < len(wanted) and wanted[first_at_or_after] <= end
 
 
 def _walk_lines(node: ast.AST, wanted: list[int], ancestors: Ancestors) -> Iterator[tuple[ast.AST, Ancestors]]:

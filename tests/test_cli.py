@@ -171,7 +171,8 @@ def test_sarif_output_validates_against_the_2_1_0_schema(pipeline: Path) -> None
     assert [r["ruleId"] for r in run["results"]] == ["DIF004"] * 3
     assert run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pipeline.py"
     assert len({r["partialFingerprints"]["codemodFinding/v1"] for r in run["results"]}) == 3
-    assert run["tool"]["driver"]["rules"][0]["id"] == run["results"][0]["ruleId"]
+    rules = run["tool"]["driver"]["rules"]
+    assert all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in run["results"])
 
 
 def test_github_format_prints_workflow_annotations(pipeline: Path) -> None:

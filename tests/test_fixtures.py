@@ -8,6 +8,7 @@ rewrites the expected files from the current output.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -16,11 +17,13 @@ import pytest
 from codemods.engine import Mode, RunOptions, run
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+# fixtures/<CODE>/ holds a rule's cases; other directories (fixtures/verify/) hold data for other tests.
+RULE_DIRECTORY = re.compile(r"^[A-Z]+[0-9]+$")
 
 
 def _cases() -> list[tuple[str, Path]]:
     found = []
-    for rule_dir in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
+    for rule_dir in sorted(p for p in FIXTURES.iterdir() if p.is_dir() and RULE_DIRECTORY.match(p.name)):
         for case in sorted(rule_dir.iterdir()):
             if case.is_dir() or (case.suffix == ".py" and not case.name.endswith(".expected.py")):
                 found.append((rule_dir.name, case))

@@ -1,9 +1,12 @@
 """Which code runs per call or per step (hot) and which runs once (cold), within one module.
 
 Hot:
-- `forward` of any class (diffusers' modules), and `step` of a scheduler (`*Scheduler` class or
-  a subclass of `SchedulerMixin`);
-- a pipeline's denoising loop: a `for` over `timesteps` or over `self.progress_bar(...)`;
+- `forward` of any class (diffusers' modules), `__call__` of an attention processor (a class
+  named `*Processor*`: it runs inside every attention forward), and a scheduler's `step`,
+  `step_*` (`step_pred`, `step_correct`...) and `scale_model_input`, which loops call every step
+  (a scheduler: a `*Scheduler` class or a subclass of `SchedulerMixin`);
+- a pipeline's denoising loop: a `for` over `timesteps` or over `self.progress_bar(...)` (in any
+  class but a scheduler, whose loops over `timesteps` walk a batch of them, e.g. in `add_noise`);
 - any function or method called from hot code, transitively, through `self.m(...)` (same class)
   or `f(...)` (same module).
 Cold, even inside hot code:
@@ -11,7 +14,10 @@ Cold, even inside hot code:
 - methods already cached (`lru_cache_unless_export`, `functools.lru_cache`/`cache`): their body
   runs once per key, not per call;
 - branches that run only for non-tensor inputs (`if not torch.is_tensor(t):`, `if not
-  isinstance(t, torch.Tensor):`) or only under export/tracing (`torch.compiler.is_exporting()`).
+  isinstance(t, torch.Tensor):`), only under export/tracing (`torch.compiler.is_exporting()`),
+  only on a scheduler's first step (`if self.step_index is None:`, where the step index is
+  looked up once per generation; DIF005 is about that lookup), or only on another backend than
+  CUDA (`if x.device.type in {"mps", "npu"}:`, a workaround the CUDA path never runs).
 """
 
 from __future__ import annotations
@@ -26,7 +32,11 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 _CACHING_DECORATORS = {"lru_cache_unless_export", "lru_cache", "cache", "cached_property"}
 _EXPORT_ONLY = {"is_exporting", "is_tracing", "is_scripting"}
 _HOT_ENTRY_METHODS = {"forward"}
-_SCHEDULER_ENTRY_METHODS = {"step"}
+_SCHEDULER_ENTRY_METHODS = {"step", "scale_model_input"}
+_PROCESSOR_ENTRY_METHODS = {"__call__"}
+_STEP_INDEX = {"step_index", "_step_index"}
+_OTHER_BACKENDS = {"mps", "npu", "xla", "xpu", "cpu", "hpu", "musa"}
+_OTHER_BACKEND_FLAGS = {"XLA_AVAILABLE", "is_torch_xla_available", "is_torch_npu_available", "is_mps"}
 
 
 def is_cached(function: Function) -> bool:
@@ -42,6 +52,10 @@ def is_cached(function: Function) -> bool:
 def is_scheduler(cls: ast.ClassDef) -> bool:
     bases = [dotted_name(b) or "" for b in cls.bases]
     return cls.name.endswith("Scheduler") or any(b.rsplit(".", 1)[-1] == "SchedulerMixin" for b in bases)
+
+
+def is_attention_processor(cls: ast.ClassDef) -> bool:
+    return "Processor" in cls.name
 
 
 def is_denoising_loop(loop: ast.AST) -> bool:
@@ -63,20 +77,24 @@ class HotPaths:
 
     def is_hot(self, ancestors: Ancestors, node: ast.AST | None = None) -> bool:
         """Whether `node` (with its ancestors) runs per call/step and not in a cold branch."""
+        return self.hot_scope(ancestors, node) is not None
+
+    def hot_scope(self, ancestors: Ancestors, node: ast.AST | None = None) -> ast.AST | None:
+        """The denoising loop or hot function that makes `node` run per step/call; None if it is cold."""
         chain = (*ancestors, node) if node is not None else ancestors
         for position in range(len(chain) - 1, -1, -1):
             current = chain[position]
             child = chain[position + 1] if position + 1 < len(chain) else None
             if isinstance(current, ast.If) and child is not None and _in_cold_branch(current, child):
-                return False
+                return None
             if id(current) in self.loops and any(child is statement for statement in current.body):
-                return True
+                return current
             if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
                 if id(current) in self.functions:
-                    return True
+                    return current
                 if not isinstance(current, ast.Lambda):
-                    return False
-        return False
+                    return None
+        return None
 
     def hot_function(self, function: Function) -> bool:
         return id(function) in self.functions
@@ -93,9 +111,13 @@ def _analyse(tree: ast.Module) -> HotPaths:
     worklist: list[tuple[Function, dict[str, Function]]] = []
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
         methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-        entries = set(_HOT_ENTRY_METHODS) | (_SCHEDULER_ENTRY_METHODS if is_scheduler(cls) else set())
+        entries = set(_HOT_ENTRY_METHODS)
+        if is_scheduler(cls):
+            entries |= _SCHEDULER_ENTRY_METHODS | {name for name in methods if name.startswith("step_")}
+        if is_attention_processor(cls):
+            entries |= _PROCESSOR_ENTRY_METHODS
         worklist.extend((methods[name], methods) for name in entries if name in methods)
-        for method in methods.values():
+        for method in methods.values() if not is_scheduler(cls) else ():
             for loop in (n for n in ast.walk(method) if is_denoising_loop(n)):
                 paths.loops.add(id(loop))
                 worklist.extend((callee, methods) for callee in _callees(loop.body, methods, module_functions))
@@ -105,6 +127,8 @@ def _analyse(tree: ast.Module) -> HotPaths:
             continue
         paths.functions.add(id(function))
         worklist.extend((callee, methods) for callee in _callees(function.body, methods, module_functions))
+        # Helpers defined inside a hot function (`def apply_rotary_emb(...)` in a processor) run with it.
+        worklist.extend((inner, methods) for inner in _nested_functions(function))
     return paths
 
 
@@ -121,6 +145,10 @@ def _callees(body: list[ast.stmt], methods: dict[str, Function], module_function
         elif isinstance(func, ast.Name) and func.id in module_functions:
             found.append(module_functions[func.id])
     return found
+
+
+def _nested_functions(function: Function) -> list[Function]:
+    return [n for n in _hot_nodes(function.body) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
 
 
 def _hot_nodes(body: list[ast.stmt]):
@@ -144,12 +172,16 @@ def _in_cold_branch(branch: ast.If, child: ast.AST) -> bool:
         return in_orelse
     if kind == "not tensor":
         return in_body
-    if kind == "export":
+    if kind in ("export", "first step", "other backend"):
         return in_body
     return False
 
 
 def _branch_kind(test: ast.expr) -> str | None:
+    if _is_first_step_test(test):
+        return "first step"
+    if is_other_backend_test(test):
+        return "other backend"
     negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
     inner = test.operand if negated else test
     if isinstance(inner, ast.Call):
@@ -159,6 +191,37 @@ def _branch_kind(test: ast.expr) -> str | None:
         if name in _EXPORT_ONLY and not negated:
             return "export"
     return None
+
+
+def _is_first_step_test(test: ast.expr) -> bool:
+    """`self.step_index is None` (alone or first in an `or`): true once per generation."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return all(_is_first_step_test(value) for value in test.values)
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and isinstance(test.left, ast.Attribute)
+        and test.left.attr in _STEP_INDEX
+        and isinstance(test.left.value, ast.Name)
+        and test.left.value.id == "self"
+    )
+
+
+def is_other_backend_test(test: ast.expr) -> bool:
+    """`if x.device.type == "mps":`, `in {"mps", "npu"}`, `if XLA_AVAILABLE:`: a path CUDA never takes."""
+    name = dotted_name(test.func if isinstance(test, ast.Call) else test) or ""
+    if name.rsplit(".", 1)[-1] in _OTHER_BACKEND_FLAGS:
+        return True
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq | ast.In)):
+        return False
+    if not (isinstance(test.left, ast.Attribute) and test.left.attr == "type"):
+        return False
+    right = test.comparators[0]
+    values = right.elts if isinstance(right, ast.Set | ast.Tuple | ast.List) else [right]
+    return bool(values) and all(isinstance(v, ast.Constant) and v.value in _OTHER_BACKENDS for v in values)
 
 
 def _mentions_tensor_type(call: ast.Call) -> bool:

@@ -1,0 +1,186 @@
+"""Where a class keeps its tensors: `self.<name>` on the device, on the host, or a component to call.
+
+- nn.Module classes: registered buffers and parameters follow `model.to()` (device); submodules
+  are modules; tensors built once in `__init__` and never reassigned stay where they were made
+  (the host), which is why QwenImage moves its RoPE tables per call.
+- Schedulers: what `set_timesteps` leaves in an attribute (`self.timesteps = ....to(device)` is on
+  the device, `self.sigmas = sigmas.to("cpu")` on the host). A scheduler's sigmas left on the
+  device are DIF002's (it knows the fix): they read as UNKNOWN here, so no other rule reports them.
+- Pipelines: components registered with `register_modules` are modules.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+
+from codemods.analysis.attributes import class_attributes
+from codemods.analysis.hot_paths import is_scheduler
+from codemods.analysis.placement import FunctionPlaces, Place, join
+from codemods.source import Ancestors, SourceFile, dotted_name
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+_MODULE_BASES = ("Module", "ModelMixin")
+# Set up by `set_timesteps`; what `__init__` put there is replaced before any step runs.
+_SCHEDULE_SETTER = "set_timesteps"
+
+
+class ClassPlaces:
+    def __init__(self, cls: ast.ClassDef) -> None:
+        self.cls = cls
+        self._attributes: dict[str, Place] = {}
+        self._in_progress: set[str] = set()
+        self._functions: dict[int, FunctionPlaces] = {}
+
+    @cached_property
+    def methods(self) -> dict[str, Function]:
+        return {n.name: n for n in self.cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+    @cached_property
+    def is_scheduler(self) -> bool:
+        return is_scheduler(self.cls)
+
+    @cached_property
+    def is_module(self) -> bool:
+        bases = [(dotted_name(b) or "").rsplit(".", 1)[-1] for b in self.cls.bases]
+        return not self.is_scheduler and (any(b in _MODULE_BASES for b in bases) or "forward" in self.methods)
+
+    @cached_property
+    def components(self) -> frozenset[str]:
+        """Names registered with `self.register_modules(name=...)` (a pipeline's models and scheduler)."""
+        found = set()
+        for node in ast.walk(self.cls):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "register_modules"
+            ):
+                found.update(k.arg for k in node.keywords if k.arg)
+        return frozenset(found)
+
+    def function(self, function: Function) -> FunctionPlaces:
+        if id(function) not in self._functions:
+            self._functions[id(function)] = FunctionPlaces(function, self)
+        return self._functions[id(function)]
+
+    def attribute_place(self, name: str) -> Place:
+        if name in self._attributes:
+            return self._attributes[name]
+        if name in self._in_progress:
+            return Place.PENDING
+        self._in_progress.add(name)
+        place = self._attribute_place(name)
+        self._in_progress.discard(name)
+        self._attributes[name] = place
+        return place
+
+    def _attribute_place(self, name: str) -> Place:
+        if name in self.components:
+            return Place.MODULE
+        if self.is_module:
+            return self._module_attribute_place(name)
+        if self.is_scheduler:
+            place = self._scheduler_attribute_place(name)
+            return Place.UNKNOWN if name == "sigmas" and place is not Place.HOST else place
+        return Place.UNKNOWN
+
+    @cached_property
+    def _class_attributes(self):
+        return class_attributes(self.cls)
+
+    def _module_attribute_place(self, name: str) -> Place:
+        attributes = self._class_attributes
+        if name in attributes.buffers:
+            return Place.DEVICE
+        if name in attributes.registered:
+            return Place.DEVICE if name in self._parameters else Place.MODULE
+        if name in attributes.init_tensors and name not in attributes.changed_after_init:
+            return Place.HOST
+        return Place.UNKNOWN
+
+    @cached_property
+    def _parameters(self) -> frozenset[str]:
+        found = set()
+        for node in ast.walk(self.cls):
+            is_call = isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            if is_call and (dotted_name(node.value.func) or "").rsplit(".", 1)[-1] in ("Parameter", "Buffer"):
+                found.update(t.attr for t in node.targets if isinstance(t, ast.Attribute))
+        return frozenset(found)
+
+    def _scheduler_attribute_place(self, name: str) -> Place:
+        setter = self.methods.get(_SCHEDULE_SETTER)
+        if setter is not None and self.function(setter).assigns(f"self.{name}"):
+            return self.exit_place(setter, name)
+        found: Place | None = None
+        for method in self.methods.values():
+            if self.function(method).assigns(f"self.{name}"):
+                found = join(found, self.exit_place(method, name))
+        return found if found not in (None, Place.PENDING) else Place.UNKNOWN
+
+    def may_exit_on_device(self, method: Function, name: str) -> bool:
+        """Whether some path through `method` leaves `self.<name>` on the device."""
+        places = self.function(method)
+        return any(places.may_be_on_device(value) for _, value in self._exit_assignments(method, name))
+
+    def _exit_assignments(self, method: Function, name: str) -> list[tuple[ast.stmt, ast.expr]]:
+        """The assignments of `self.<name>` that may hold when `method` returns."""
+        assignments = attribute_assignments(method, name)
+        last_top_level = max(
+            (i for i, (statement, _) in enumerate(assignments) if statement in method.body), default=None
+        )
+        return assignments[last_top_level:] if last_top_level is not None else assignments
+
+    def exit_place(self, method: Function, name: str) -> Place:
+        """Where `self.<name>` lives when `method` returns: its last assignment, unless branches follow it."""
+        considered = self._exit_assignments(method, name)
+        if not considered:
+            return Place.UNKNOWN
+        places = self.function(method)
+        found: Place | None = None
+        for _, value in considered:
+            found = join(found, places.place(value))
+        return found if found not in (None, Place.PENDING) else Place.UNKNOWN
+
+
+def attribute_assignments(method: Function, name: str) -> list[tuple[ast.stmt, ast.expr]]:
+    """`self.<name> = value` statements of `method` (not of functions inside it), in source order."""
+    found = []
+    for node in ast.walk(method):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(
+                isinstance(t, ast.Attribute)
+                and t.attr == name
+                and isinstance(t.value, ast.Name)
+                and t.value.id == "self"
+                for t in targets
+            ):
+                found.append((node, node.value))
+    return sorted(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+
+
+def places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces | None:
+    """The places of the function a node is in (its class's attributes included, for a method)."""
+    for position in range(len(ancestors) - 1, -1, -1):
+        function = ancestors[position]
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            break
+    else:
+        return None
+    parent = ancestors[position - 1] if position > 0 else None
+    cache: dict[int, object] = source.memo("function_places", dict)
+    if id(function) not in cache:
+        if isinstance(parent, ast.ClassDef):
+            if id(parent) not in cache:
+                cache[id(parent)] = ClassPlaces(parent)
+            cache[id(function)] = cache[id(parent)].function(function)  # type: ignore[union-attr]
+        else:
+            cache[id(function)] = FunctionPlaces(function)
+    return cache[id(function)]  # type: ignore[return-value]
+
+
+def class_places(source: SourceFile, cls: ast.ClassDef) -> ClassPlaces:
+    cache: dict[int, object] = source.memo("function_places", dict)
+    if id(cls) not in cache:
+        cache[id(cls)] = ClassPlaces(cls)
+    return cache[id(cls)]  # type: ignore[return-value]

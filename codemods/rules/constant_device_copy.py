@@ -1,0 +1,288 @@
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from codemods.analysis.attributes import class_attributes, module_lineage
+from codemods.analysis.device_moves import DeviceMove, device_move
+from codemods.analysis.hot_paths import hot_paths
+from codemods.device_getters import GetterPlan, Site, plan_getter
+from codemods.findings import Finding, FixSafety
+from codemods.lazy import libcst as cst
+from codemods.project import TreeInfo
+from codemods.rules.base import Example, Rule
+from codemods.source import Ancestors, SourceFile, dotted_name
+
+if TYPE_CHECKING:
+    import libcst
+
+_TENSOR_FACTORIES = {"torch.tensor", "torch.Tensor", "torch.as_tensor"}
+
+
+class ConstantDeviceCopy(Rule):
+    """
+    ## What it does
+    Finds `self.X.to(device)` (or `.to(device=...)`, `.to(x.device)`) in code that runs on every
+    call (a module's `forward` and the methods it calls), where `self.X` is a plain tensor attribute
+    set once in `__init__`: not a registered buffer, parameter or submodule, and never reassigned or
+    changed in place afterwards. Such attributes are typically complex RoPE tables kept out of
+    `register_buffer` because `model.to(dtype)` would drop their imaginary part. Also reports
+    `torch.tensor(<constant or config list>).to(device)` built in hot code.
+
+    ## Why is this bad?
+    Nothing ever moves a plain attribute, so it stays on the CPU and every call copies it
+    host-to-device again, and the copy synchronizes. In QwenImage this cost 76 ms per forward on an
+    A100.
+
+    ## Example
+    ```python
+    def forward(self, video_fhw, device):
+        txt_freqs = self.pos_freqs.to(device)[max_vid_index : max_vid_index + max_txt_seq_len_int, ...]
+    ```
+
+    ## Use instead
+    One cached getter per class, placed just before `forward`, returning every such attribute
+    (a tuple when there are several); every `.to(device)` of them in the class calls it:
+    ```python
+    @lru_cache_unless_export(maxsize=None)
+    def _get_device_freqs(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        \"\"\"Return pos_freqs and neg_freqs on the given device.\"\"\"
+        return self.pos_freqs.to(device), self.neg_freqs.to(device)
+
+    def forward(self, video_fhw, device):
+        # Use cached device-transferred freqs to avoid CPU→GPU sync every forward call
+        pos_freqs_device, _ = self._get_device_freqs(device)
+        txt_freqs = pos_freqs_device[max_vid_index : max_vid_index + max_txt_seq_len_int, ...]
+    ```
+    `lru_cache_unless_export` is imported from the tree's `utils.torch_utils` as the file's
+    neighbours import it; in a tree without it (diffusers before 2026-03) the getter uses
+    `functools.lru_cache(maxsize=None)`.
+
+    ## Fix safety
+    Unsafe: the getter returns exactly what `.to(device)` returned, but the same tensor on every
+    call, so code that changed the result in place, or that replaced the attribute from outside the
+    class, would now see the change persist. The fix is offered only when the attribute is assigned
+    once in `__init__`, the class and its bases in the file register no attribute of that name (and
+    none by a computed name), the move changes nothing but the device, and no local holding a view of
+    the result is changed in place. Registered state is never reported: moving buffers and parameters
+    in `forward` is required under group offloading and `device_map`. Moves that also change the
+    dtype, and `torch.tensor(...)` constants, are reported without a fix.
+
+    ## Evidence
+    diffusers PR #13406 ("Cache RoPE freqs on device to avoid repeated CPU-GPU copy in QwenImage")
+    added `_get_device_freqs` to `QwenEmbedRope` and `QwenEmbedLayer3DRope`; the profile showed a
+    synchronizing host-to-device copy of `pos_freqs` on every forward, 76 ms each on an A100.
+    """
+
+    code = "DIF001"
+    name = "constant-device-copy"
+    summary = "a tensor built once in `__init__` is copied to the device on every call; cache it per device"
+    fix_safety = FixSafety.UNSAFE
+    trigger = re.compile(r"self\.\w+\.to\(|torch\.(?:tensor|Tensor|as_tensor)\(")
+
+    def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
+        hot = hot_paths(source)
+        sites: dict[ast.ClassDef, list[Site]] = {}
+        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):
+            move = device_move(node) if isinstance(node, ast.Call) else None
+            if move is None:
+                continue
+            attribute = _self_attribute(node.func.value)
+            owner = _method_owner(ancestors)
+            if attribute is not None and owner is not None:
+                cls, method = owner
+                sites.setdefault(cls, []).append(
+                    Site(node, attribute, move, ancestors, method, hot.is_hot(ancestors, node))
+                )
+            elif attribute is None and _constant_tensor(node.func.value) and hot.is_hot(ancestors, node):
+                yield self.finding(
+                    source,
+                    node,
+                    f"`{_short(source, node)}` builds a constant tensor on the host and copies it to the device on "
+                    "every call; build it once (in `__init__`, cached per device)",
+                    not_fixed_reason="a constant built per call has no single home to cache it in; move it by hand",
+                )
+        classes = {n.name: n for n in ast.walk(source.tree) if isinstance(n, ast.ClassDef)}
+        for cls, class_sites in sites.items():
+            yield from self._check_class(source, tree, cls, class_sites, classes)
+
+    def _check_class(
+        self, source: SourceFile, tree: TreeInfo, cls: ast.ClassDef, sites: list[Site], classes: dict[str, ast.ClassDef]
+    ) -> Iterator[Finding]:
+        lineage = module_lineage(cls, classes)
+        if lineage is None:  # not provably an nn.Module, or a base elsewhere may register these names
+            return
+        functions = source.memo("module_functions", lambda: _module_functions(source.tree))
+        attributes = [
+            source.memo(f"class_attributes:{id(c)}", lambda c=c: class_attributes(c, functions)) for c in lineage
+        ]
+        own = attributes[0]
+        if any(a.dynamic_registration for a in attributes):
+            return
+        registered = frozenset().union(*(a.registered for a in attributes))
+        sites = [
+            s
+            for s in sites
+            if s.attribute in own.init_tensors
+            and s.attribute not in registered
+            and s.attribute not in own.lazily_moved
+            and s.method.name != "__init__"
+        ]
+        if not any(s.hot for s in sites):
+            return
+        movable = [s for s in sites if s.move.device_only and s.attribute not in own.changed_after_init]
+        plan = plan_getter(source, tree, cls, movable, own.init_tensors) if any(s.hot for s in movable) else None
+        for site in (s for s in sites if s.hot):
+            yield self._finding(source, site, own.first_change.get(site.attribute), plan)
+
+    def _finding(
+        self, source: SourceFile, site: Site, changed_at: int | None, plan: GetterPlan | str | None
+    ) -> Finding:
+        kind = "a plain tensor attribute (not a buffer)" if changed_at else "a tensor built once in `__init__`"
+        message = (
+            f"`{_short(source, site.call)}` in `{site.method.name}` copies `self.{site.attribute}`, {kind}, "
+            "to the device on every call; cache it per device"
+        )
+        reason = _why_not(site.attribute, site.move, changed_at)
+        if reason is None and not isinstance(plan, GetterPlan):
+            reason = plan
+        fix = None
+        if reason is None:
+            fix = self.fix(plan.description, *plan.edits, imports=plan.imports)
+        return self.finding(source, site.call, message, fix, not_fixed_reason=reason)
+
+    def edit_add_device_getter(self, node: libcst.ClassDef, text: str, before: str) -> libcst.ClassDef:
+        body = list(node.body.body)
+        position = next(i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == before)
+        following = body[position]
+        if not following.leading_lines or following.leading_lines[0].comment is not None:
+            body[position] = following.with_changes(
+                leading_lines=[cst.EmptyLine(indent=False), *following.leading_lines]
+            )
+        getter = cst.parse_statement(text).with_changes(leading_lines=[cst.EmptyLine(indent=False)] if position else [])
+        body.insert(position, getter)
+        return node.with_changes(body=node.body.with_changes(body=body))
+
+    def edit_call_getter(self, node: libcst.Call, getter: str, index: int | None) -> libcst.BaseExpression:
+        device = next(a.value for a in node.args if a.keyword is None or a.keyword.value == "device")
+        call = cst.Call(func=cst.Attribute(value=cst.Name("self"), attr=cst.Name(getter)), args=[cst.Arg(value=device)])
+        if index is None:
+            return call.with_changes(lpar=node.lpar, rpar=node.rpar)
+        element = cst.SubscriptElement(slice=cst.Index(value=cst.Integer(str(index))))
+        return cst.Subscript(value=call, slice=[element], lpar=node.lpar, rpar=node.rpar)
+
+    def edit_use_local(self, node: libcst.Call, name: str) -> libcst.Name:
+        return cst.Name(name, lpar=node.lpar, rpar=node.rpar)
+
+    def edit_hoist_getter(
+        self, node: libcst.SimpleStatementLine, text: str, comment: str, replace_comment: bool
+    ) -> libcst.FlattenSentinel:
+        leading = list(node.leading_lines)
+        if replace_comment and leading and leading[-1].comment is not None:
+            leading.pop()
+        leading.append(cst.EmptyLine(comment=cst.Comment(comment)))
+        unpack = cst.parse_statement(text).with_changes(leading_lines=leading)
+        return cst.FlattenSentinel([unpack, node.with_changes(leading_lines=[])])
+
+    def edit_replace_statement(self, node: libcst.SimpleStatementLine, text: str) -> libcst.SimpleStatementLine:
+        return cst.parse_statement(text).with_changes(leading_lines=node.leading_lines)
+
+    def edit_remove_statement(self, node: libcst.SimpleStatementLine) -> libcst.RemovalSentinel:
+        return cst.RemovalSentinel.REMOVE
+
+    valid = (
+        # A registered buffer: `model.to()` and offloading hooks move it; moving it in forward is required.
+        (
+            "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+            '    def __init__(self):\n        super().__init__()\n        self.register_buffer("scale", torch.ones(4))\n\n'
+            "    def forward(self, x):\n        return x * self.scale.to(x.device)\n"
+        ),
+        # Moved once and kept: after the first call the tensor is already on the device.
+        (
+            "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.table = torch.ones(4)\n\n"
+            "    def forward(self, x):\n        self.table = self.table.to(x.device)\n        return x * self.table\n"
+        ),
+        # A dtype cast, not a device move.
+        (
+            "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.table = torch.ones(4)\n\n"
+            "    def forward(self, x):\n        return x * self.table.to(x.dtype)\n"
+        ),
+    )
+    invalid = (
+        Example(
+            "import torch\nfrom torch import nn\n\n\nclass Rope(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.freqs = torch.polar(torch.ones(8, 4), torch.zeros(8, 4))\n\n"
+            "    def forward(self, x):\n        return x * self.freqs.to(x.device)\n",
+            "import functools\n\nimport torch\nfrom torch import nn\n\n\nclass Rope(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.freqs = torch.polar(torch.ones(8, 4), torch.zeros(8, 4))\n\n"
+            "    @functools.lru_cache(maxsize=None)\n"
+            "    def _get_device_freqs(self, device: torch.device) -> torch.Tensor:\n"
+            '        """Return freqs on the given device."""\n'
+            "        return self.freqs.to(device)\n\n"
+            "    def forward(self, x):\n        return x * self._get_device_freqs(x.device)\n",
+        ),
+        Example(
+            "import torch\nfrom torch import nn\n\n\nclass Latents(nn.Module):\n"
+            "    def forward(self, x):\n        return x - torch.tensor([0.5, 0.25]).to(x.device)\n",
+        ),
+    )
+
+
+def _why_not(attribute: str, move: DeviceMove, changed_at: int | None) -> str | None:
+    if changed_at is not None:
+        return f"`self.{attribute}` is reassigned or changed in place outside `__init__` (line {changed_at})"
+    if move.dtype is not None:
+        kind = "a constant" if move.constant_dtype else "a runtime"
+        return f"the call also casts to {kind} dtype; a per-device cache would need the dtype in its key"
+    if move.options:
+        return f"the call passes `{'`, `'.join(move.options)}`; only plain device moves are cached"
+    return None
+
+
+def _method_owner(ancestors: Ancestors) -> tuple[ast.ClassDef, ast.FunctionDef] | None:
+    """The innermost class whose method (taking `self`) holds the node."""
+    for position in range(len(ancestors) - 2, -1, -1):
+        cls, method = ancestors[position], ancestors[position + 1]
+        if isinstance(cls, ast.ClassDef) and isinstance(method, ast.FunctionDef):
+            arguments = method.args.posonlyargs + method.args.args
+            return (cls, method) if arguments and arguments[0].arg == "self" else None
+    return None
+
+
+def _module_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+def _self_attribute(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _constant_tensor(node: ast.expr) -> bool:
+    """`torch.tensor(<literal or config value>)`, possibly followed by `.view(...)`-like calls."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if dotted_name(node.func) in _TENSOR_FACTORIES:
+            return bool(node.args) and _is_constant(node.args[0])
+        node = node.func.value
+    return False
+
+
+def _is_constant(node: ast.expr) -> bool:
+    """A number, a list of numbers, or a value read from a config (`self.vae.config.latents_mean`)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float | complex) and not isinstance(node.value, bool)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _is_constant(node.operand)
+    if isinstance(node, ast.List | ast.Tuple):
+        return bool(node.elts) and all(_is_constant(e) for e in node.elts)
+    return "config" in (dotted_name(node) or "").split(".")[:-1]
+
+
+def _short(source: SourceFile, node: ast.expr) -> str:
+    text = " ".join(source.segment(node).split())
+    return text if len(text) <= 60 else text[:57] + "..."

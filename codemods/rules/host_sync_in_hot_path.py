@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from codemods.analysis.class_places import places_at
+from codemods.analysis.host_reads import HostRead, host_reads
+from codemods.analysis.hot_paths import hot_paths
+from codemods.findings import Finding, FixSafety
+from codemods.project import TreeInfo
+from codemods.rules.base import Example, Rule
+from codemods.source import SourceFile
+
+# What each kind of read costs, and the known way around it.
+_WHAT = {
+    "item": ("`{expr}` copies a device value to the host", "keep it a tensor, or read it {once}"),
+    "tolist": ("`{expr}` copies a device tensor to the host", "keep it on the device, or read it {once}"),
+    "numpy": ("`{expr}` copies a device tensor to the host", "keep it on the device, or convert it {once}"),
+    "cpu": ("`{expr}` copies a device tensor to the host", "keep it on the device, or copy it {once}"),
+    "int": ("`{expr}` reads a device tensor on the host", "keep it a tensor, or read a CPU copy made {once}"),
+    "float": ("`{expr}` reads a device tensor on the host", "keep it a tensor, or read a CPU copy made {once}"),
+    "bool": ("`{expr}` reads a device tensor on the host", "use `torch.where`, or decide {once}"),
+    "compare": (
+        "`{expr}` compares a device tensor in Python",
+        "compare a CPU copy made {once}{example}, or use `torch.where`",
+    ),
+    "truth": ("`{expr}` tests a device tensor's truth in Python", "use `torch.where`, or decide {once}"),
+    "minmax": (
+        "`{expr}` compares a device tensor in Python (builtin min/max)",
+        "use `torch.minimum`/`torch.maximum` or `clamp`",
+    ),
+    "nonzero": ("`{expr}` has a data-dependent size", "use `torch.where(mask, a, b)` or keep the mask"),
+    "unique": ("`{expr}` has a data-dependent size", "compute it {once}"),
+    "mask": ("`{expr}` selects a data-dependent number of elements", "use `torch.where(mask, x, 0)` or keep the mask"),
+}
+
+
+class HostSyncInHotPath(Rule):
+    """
+    ## What it does
+    Finds code in a hot path (a pipeline's denoising loop, an `nn.Module.forward`, an attention
+    processor, a scheduler's `step`, and what they call) that makes the host wait for the
+    accelerator: `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `int(t)`/`float(t)`,
+    `torch.nonzero`/`.nonzero()`, `torch.unique`, boolean-mask reads (`x[mask]`), builtin
+    `min`/`max` of tensors, and Python comparisons or truth tests of tensors (`if t < boundary:`).
+    Only values the code shows to be tensors on the device count: parameters annotated as tensors,
+    torch ops on device tensors, model outputs, registered buffers, the timesteps a pipeline set
+    on its device and the `t` its loop takes from them. Python numbers, CPU tensors (a
+    `timesteps_cpu` copy, a scheduler's CPU sigmas), set-up code, first-step-only branches and
+    non-tensor fallbacks (`if not torch.is_tensor(t):`) are left alone, as is `x[mask] = value`
+    (a masked fill, no sync).
+
+    ## Why is this bad?
+    The host cannot run ahead of the GPU past a sync: the queue drains, the GPU idles while
+    Python catches up, and CUDA graphs and `torch.compile(fullgraph=True)` break at the read. In
+    a denoising loop this happens 20-50 times per image; in a forward, once per block.
+
+    ## Example
+    ```python
+    for i, t in enumerate(timesteps):
+        if t >= boundary_timestep:
+            current_model = self.transformer
+        else:
+            current_model = self.transformer_2
+    ```
+
+    ## Use instead
+    ```python
+    timesteps_cpu = timesteps.cpu()  # one copy before the loop
+    for i, t in enumerate(timesteps):
+        if timesteps_cpu[i] >= boundary_timestep:
+            current_model = self.transformer
+        else:
+            current_model = self.transformer_2
+    ```
+
+    ## Fix safety
+    No fix: each remedy (a CPU copy, `torch.where`, moving the read out of the loop) changes
+    the code's structure. The message says what syncs and the usual way out.
+
+    ## Evidence
+    diffusers #11696 removed the `nonzero().item()` of the scheduler's first step for this reason;
+    the Wan 2.2 and QwenImage compile work removed per-step `.item()` and tensor comparisons from
+    their loops; `torch.cuda.set_sync_debug_mode("warn")` reports each of these lines.
+    """
+
+    code = "DIF007"
+    name = "host-sync-in-hot-path"
+    summary = "host waits for the device (`.item()`, `if t < x`, `nonzero`...) in a denoising loop or forward"
+    fix_safety = FixSafety.NONE
+    trigger = re.compile(
+        r"\.(?:item|tolist|numpy|cpu|nonzero|unique)\(|\bif\b|\bwhile\b|\bassert\b|\b(?:int|float|bool|min|max)\("
+        r"|torch\.(?:nonzero|argwhere|unique|masked_select|equal|allclose|where)\(|\.to\([^)]*cpu|mask\w*\s*\]"
+    )
+
+    def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
+        hot = hot_paths(source)
+        seen: set[tuple[int, int]] = set()
+        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):
+            reads = list(host_reads(node))
+            if not reads:
+                continue
+            scope = hot.hot_scope(ancestors, node)
+            places = places_at(source, ancestors) if scope is not None else None
+            if places is None:
+                continue
+            for read in reads:
+                if not places.is_device(read.operand):
+                    continue
+                if read.kind == "tensor":
+                    continue  # DIF006 reports values rebuilt with `torch.tensor`
+                if read.kind == "mask" and not places.is_device(node.value):  # type: ignore[attr-defined]
+                    continue
+                key = (read.node.lineno, read.node.col_offset)  # type: ignore[attr-defined]
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield self.finding(source, read.node, _message(source, read, scope))
+
+    valid = (
+        # A Python number compared in the loop: no tensor, no sync.
+        (
+            "class Pipe:\n"
+            "    def __call__(self, timesteps, num_warmup_steps: int):\n"
+            "        for i, t in enumerate(timesteps):\n"
+            "            if i > num_warmup_steps:\n"
+            "                pass\n"
+        ),
+        # A CPU tensor: `.item()` costs no device round trip.
+        (
+            "import torch\n\n\n"
+            "class Block(torch.nn.Module):\n"
+            "    def forward(self, x: torch.Tensor):\n"
+            "        scale = torch.tensor([0.5])\n"
+            "        return x * scale.item()\n"
+        ),
+        # A masked fill of a scalar is no sync.
+        (
+            "import torch\n\n\n"
+            "class Block(torch.nn.Module):\n"
+            "    def forward(self, x: torch.Tensor, mask: torch.Tensor):\n"
+            "        x[mask] = 0.0\n"
+            "        return x\n"
+        ),
+    )
+    invalid = (
+        Example(
+            "import torch\n\n\n"
+            "class Pipe:\n"
+            "    def __call__(self, num_inference_steps: int, boundary: float):\n"
+            "        device = self._execution_device\n"
+            "        self.scheduler.set_timesteps(num_inference_steps, device=device)\n"
+            "        timesteps = self.scheduler.timesteps\n"
+            "        for i, t in enumerate(timesteps):\n"
+            "            if t >= boundary:\n"
+            "                pass\n"
+        ),
+        Example(
+            "import torch\n\n\n"
+            "class Block(torch.nn.Module):\n"
+            "    def forward(self, x: torch.Tensor):\n"
+            "        return x.max().item()\n"
+        ),
+    )
+
+
+def _message(source: SourceFile, read: HostRead, scope: ast.AST) -> str:
+    what, remedy = _WHAT[read.kind]
+    expression = _short(source.segment(read.node) if read.kind != "truth" else source.segment(read.operand))
+    operand = _short(source.segment(read.operand))
+    if isinstance(scope, ast.For | ast.AsyncFor):
+        when, once = "every denoising step", "once before the loop"
+    else:
+        when = f"every call of `{scope.name}`"  # type: ignore[attr-defined]
+        once = "once, outside the per-call code"
+    subject = what.format(expr=expression)
+    if read.kind in ("compare", "minmax", "mask", "truth") and operand != expression:
+        subject += f" (`{operand}` is on the device)"
+    schedule_value = operand == "t" or "timestep" in operand or "sigma" in operand
+    example = " (e.g. of the timesteps)" if schedule_value else ""
+    return f"{subject}: the host waits for the device {when}; {remedy.format(once=once, example=example)}"
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 60 else text[:57] + "..."

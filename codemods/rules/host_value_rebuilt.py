@@ -1,0 +1,339 @@
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from codemods.analysis.class_places import places_at
+from codemods.analysis.host_reads import host_reads
+from codemods.analysis.hot_paths import hot_paths, is_scheduler
+from codemods.analysis.placement import FunctionPlaces, Place
+from codemods.findings import Edit, Finding, Fix, FixSafety
+from codemods.layout import add_keyword_argument, argument_layout
+from codemods.lazy import libcst as cst
+from codemods.project import TreeInfo
+from codemods.rules.base import Example, Rule
+from codemods.source import Ancestors, SourceFile, dotted_name, enclosing
+
+if TYPE_CHECKING:
+    import libcst
+
+_FROM_DATA = {"tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor", "IntTensor", "BoolTensor"}
+# Factories whose values do not depend on the device they are computed on.
+_EXACT_FACTORIES = {"ones", "zeros", "full", "eye", "empty"}
+# Same values only if the arguments are integers (an integer range is exact in any dtype here).
+_RANGE_FACTORIES = {"arange"}
+# Computed by a different kernel on the accelerator: the last bits may differ.
+_ROUNDING_FACTORIES = {"linspace", "logspace"}
+
+
+class HostValueRebuilt(Rule):
+    """
+    ## What it does
+    Finds tensors built from host data and put on the device inside a denoising loop or a hot
+    forward: `torch.tensor(<python values>, device=device)`, `torch.tensor([t] * batch, ...)`,
+    `torch.tensor(...).to(device)`, factories (`torch.arange`, `torch.linspace`, `torch.ones`, ...)
+    created on the CPU and then moved with `.to(x.device)`, and values computed on the host from
+    such a factory and then moved (`torch.exp(exponent).to(t.device)`, `exponent` an `arange`).
+    `torch.tensor(...)` in a scheduler's `step()` is DIF002's; `if not torch.is_tensor(t):`
+    fallbacks are cold and left alone; random draws (`randn_tensor(...).to(device)`) are never
+    flagged: drawing on the device would give other numbers.
+
+    ## Why is this bad?
+    Each one is a host-to-device copy per step or per call: the host builds the values, then
+    queues a copy the device must wait for. `torch.tensor([t] * batch)` with a device `t` is
+    worse: the host first reads `t` back (a sync), then copies it out again.
+
+    ## Example
+    ```python
+    freqs = torch.arange(0, dim, 2, dtype=torch.float32).to(pos.device)
+    timestep = torch.tensor([t] * latents.shape[0], device=device)
+    ```
+
+    ## Use instead
+    ```python
+    freqs = torch.arange(0, dim, 2, dtype=torch.float32, device=pos.device)
+    timestep = t.expand(latents.shape[0])
+    ```
+
+    ## Fix safety
+    Only the factory-then-`.to(device)` form is fixed, by creating the tensor on that device;
+    the rest is reported (the remedy, a tensor built once or `t.expand(...)`, changes the code's
+    shape). Safe for `ones`, `zeros`, `full`, `eye`, `empty` and an `arange` of integer literals:
+    their values do not depend on where they are computed. Unsafe for `linspace`, `logspace`
+    and other `arange`s: the accelerator's kernels may round the last bits differently, so the
+    fix needs verification. Random factories (`randn`, ...) are never moved: the device draws
+    from another generator.
+
+    ## Evidence
+    diffusers #371 ("avoid memcpy op in `get_timestep_embedding`"), #3313
+    (`torch.logspace(..., device=sample.device)` in ControlNet, for torch.compile) and #9354
+    (`torch.arange(..., device=pos.device)` in `get_1d_rotary_pos_embed`) made this change by hand.
+    """
+
+    code = "DIF006"
+    name = "host-value-rebuilt"
+    summary = "tensor rebuilt from host values and copied to the device every step/call"
+    fix_safety = FixSafety.SAFE
+    trigger = re.compile(
+        r"torch\.(?:tensor|as_tensor|Tensor|FloatTensor|LongTensor|IntTensor|BoolTensor|arange"
+        r"|linspace|logspace|ones|zeros|full|eye|empty)\(|\.to\("
+    )
+
+    def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
+        hot = hot_paths(source)
+        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):
+            if _is_move(node):
+                finding = self._moved_host_value(source, node, ancestors, hot)
+                if finding is not None:
+                    yield finding
+                continue
+            if not isinstance(node, ast.Call) or not (dotted_name(node.func) or "").startswith("torch."):
+                continue
+            factory = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
+            if factory not in _FROM_DATA | _EXACT_FACTORIES | _RANGE_FACTORIES | _ROUNDING_FACTORIES:
+                continue
+            scope = hot.hot_scope(ancestors, node)
+            if scope is None:
+                continue
+            cls = enclosing(ancestors, ast.ClassDef)
+            if factory in _FROM_DATA and cls is not None and is_scheduler(cls):
+                continue  # DIF002 reports what a scheduler step rebuilds from Python values
+            places = places_at(source, ancestors)
+            if places is None:
+                continue
+            finding = self._finding(source, tree, node, ancestors, factory, places, scope)
+            if finding is not None:
+                yield finding
+
+    def _moved_host_value(self, source: SourceFile, move: ast.Call, ancestors: Ancestors, hot) -> Finding | None:
+        """`emb = torch.exp(exponent).to(device=t.device)` with `exponent` from `torch.arange(...)`: built on the
+        host from a factory, copied every call (the factory-then-`.to` form itself is handled apart)."""
+        receiver = move.func.value  # type: ignore[attr-defined]
+        scope = hot.hot_scope(ancestors, move)
+        if scope is None or _factory_name(receiver) is not None:
+            return None
+        places = places_at(source, ancestors)
+        if places is None or places.place(move) is not Place.DEVICE or places.place(receiver) is not Place.HOST:
+            return None
+        factory = _host_factory(receiver, places, 0)
+        if factory is None:
+            return None
+        when = "every denoising step" if isinstance(scope, ast.For | ast.AsyncFor) else f"every call of `{scope.name}`"
+        return self.finding(
+            source, move,
+            f"`{_short(source.segment(move))}` copies a tensor built on the host (from `{_short(source.segment(factory))}`, "
+            f"line {factory.lineno}) to the device {when}; create it on the device (`device=` on the factory)",
+        )  # fmt: skip
+
+    def _finding(self, source, tree, call, ancestors, factory, places: FunctionPlaces, scope) -> Finding | None:
+        when = "every denoising step" if isinstance(scope, ast.For | ast.AsyncFor) else f"every call of `{scope.name}`"
+        text = _short(source.segment(call))
+        moved = _moved_by(call, ancestors, places)
+        device = _keyword(call, "device")
+        on_device = device is not None and places.device_place(device) is Place.DEVICE
+        if factory in _FROM_DATA:
+            read = _device_values(call, places)
+            if read is not None:
+                return self.finding(
+                    source, call,
+                    f"`{text}` reads `{_short(source.segment(read))}` back from the device (a sync) and copies it "
+                    f"out again, {when}; use `{_short(source.segment(read))}.expand(...)`/`.repeat(...)` "
+                    "or `torch.stack`, which stay on the device",
+                )  # fmt: skip
+            if not (on_device or moved is not None) or not call.args or _is_empty(call.args[0]):
+                return None
+            if places.place(call.args[0]).is_tensor:
+                return None  # a tensor already: `torch.as_tensor(x, device=...)` of a device tensor copies nothing
+            return self.finding(
+                source, call,
+                f"`{text}` builds a tensor from Python values and copies it to the device {when}; build it once "
+                "(before the loop, or cached per device) or compute it on the device",
+            )  # fmt: skip
+        if moved is None or device is not None:
+            return None
+        target = _move_target(moved)
+        message = (
+            f"`{text}` is created on the host and copied to the device {when}; "
+            f"create it there: `device={_short(source.segment(target)) if target is not None else '...'}`"
+        )
+        blocker = _why_no_fix(moved, target, factory)
+        if blocker is not None:
+            return self.finding(source, moved, message, not_fixed_reason=blocker)
+        statement = next(n for n in reversed(ancestors) if isinstance(n, ast.stmt))
+        rest = source.lines[(moved.end_lineno or moved.lineno) - 1][source.span(moved).end_column :]
+        added = f"device={source.segment(target)}"
+        layout = argument_layout(source, call, added, tree.line_length, statement, "", rest)
+        if layout is None:
+            return self.finding(source, moved, message, not_fixed_reason="the line must be re-wrapped; fix by hand")
+        safety = FixSafety.SAFE if _exact(call, factory) else FixSafety.UNSAFE
+        fix = Fix(
+            safety,
+            f"create the tensor with `{added}` instead of moving it",
+            (Edit(source.ref(moved, "Call"), "create_on_device", (*layout, ("device", source.segment(target)))),),
+        )
+        return self.finding(source, moved, message, fix)
+
+    def edit_create_on_device(self, node: libcst.Call, wrap: str, indent: str, device: str) -> libcst.Call:
+        factory = node.func.value  # `torch.arange(...)` of `torch.arange(...).to(x.device)`
+        return add_keyword_argument(factory, "device", cst.parse_expression(device), wrap=wrap, indent=indent)
+
+    valid = (
+        # Set-up code, before the loop: runs once.
+        (
+            "import torch\n\n\n"
+            "class Pipe:\n"
+            "    def __call__(self, timesteps, device):\n"
+            "        scale = torch.tensor([1.0, 2.0], device=device)\n"
+            "        for t in timesteps:\n"
+            "            pass\n"
+        ),
+        # A non-tensor fallback is cold.
+        (
+            "import torch\n\n\n"
+            "class Embed(torch.nn.Module):\n"
+            "    def forward(self, timesteps, sample: torch.Tensor):\n"
+            "        if not torch.is_tensor(timesteps):\n"
+            "            timesteps = torch.tensor([timesteps], device=sample.device)\n"
+            "        return timesteps\n"
+        ),
+        # Random factories draw from another generator on the device: never moved.
+        (
+            "import torch\n\n\n"
+            "class Block(torch.nn.Module):\n"
+            "    def forward(self, x: torch.Tensor):\n"
+            "        return x + torch.randn(4).to(x.device)\n"
+        ),
+    )
+    invalid = (
+        Example(
+            "import torch\n\n\n"
+            "class Block(torch.nn.Module):\n"
+            "    def forward(self, x: torch.Tensor):\n"
+            "        scales = torch.ones(4).to(x.device)\n"
+            "        return x * scales\n",
+            "import torch\n\n\n"
+            "class Block(torch.nn.Module):\n"
+            "    def forward(self, x: torch.Tensor):\n"
+            "        scales = torch.ones(4, device=x.device)\n"
+            "        return x * scales\n",
+        ),
+        Example(
+            "import torch\n\n\n"
+            "class Pipe:\n"
+            "    def __call__(self, timesteps, latents: torch.Tensor):\n"
+            "        device = self._execution_device\n"
+            "        for t in self.progress_bar(timesteps):\n"
+            "            guidance = torch.tensor([3.5], device=device)\n"
+        ),
+    )
+
+
+def _is_move(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
+
+
+def _factory_name(node: ast.expr) -> str | None:
+    """`arange` for `torch.arange(...)` (a factory that builds host data when given no device)."""
+    if isinstance(node, ast.Call) and (dotted_name(node.func) or "").startswith("torch."):
+        name = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
+        if name in _FROM_DATA | _EXACT_FACTORIES | _RANGE_FACTORIES | _ROUNDING_FACTORIES | {"from_numpy"}:
+            return name
+    return None
+
+
+def _host_factory(node: ast.expr, places: FunctionPlaces, depth: int) -> ast.Call | None:
+    """The torch factory (without `device=`) a host value is computed from, within this function."""
+    if depth > 6:
+        return None
+    if isinstance(node, ast.Attribute) and dotted_name(node.value) == "self":
+        return None  # an attribute: DIF001's business
+    if _factory_name(node) is not None and _keyword(node, "device") is None:  # type: ignore[arg-type]
+        return node  # type: ignore[return-value]
+    if isinstance(node, ast.Name):
+        for binding in places.bindings.reaching(node.id, node):
+            if binding.kind == "value" and binding.value is not None:
+                found = _host_factory(binding.value, places, depth + 1)
+                if found is not None:
+                    return found
+        return None
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.expr):
+            found = _host_factory(child, places, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _moved_by(call: ast.Call, ancestors: Ancestors, places: FunctionPlaces) -> ast.Call | None:
+    """`call.to(<device>)`, when `call` is the receiver of a `.to` that lands on the device."""
+    parent = ancestors[-1] if ancestors else None
+    outer = ancestors[-2] if len(ancestors) >= 2 else None
+    if (
+        isinstance(parent, ast.Attribute)
+        and parent.value is call
+        and parent.attr == "to"
+        and isinstance(outer, ast.Call)
+        and outer.func is parent
+        and places.place(outer) is Place.DEVICE
+    ):
+        return outer
+    return None
+
+
+def _move_target(moved: ast.Call) -> ast.expr | None:
+    device = _keyword(moved, "device")
+    if device is not None:
+        return device
+    return moved.args[0] if moved.args else None
+
+
+def _why_no_fix(moved: ast.Call, target: ast.expr | None, factory: str) -> str | None:
+    extra = len(moved.args) + len(moved.keywords) - 1
+    if target is None or extra:
+        return "the `.to()` also changes the dtype or other options; create the tensor with `device=` by hand"
+    if target in moved.args and not (
+        isinstance(target, ast.Attribute)
+        and target.attr in ("device", "_execution_device")
+        or isinstance(target, ast.Name)
+        and "device" in target.id
+    ):
+        return "the `.to()` argument may be a dtype or a tensor as well as a device"
+    return None
+
+
+def _exact(call: ast.Call, factory: str) -> bool:
+    if factory in _EXACT_FACTORIES:
+        return True
+    if factory in _RANGE_FACTORIES:
+        values = [*call.args, *(k.value for k in call.keywords if k.arg in ("start", "end", "step"))]
+        return all(_int_literal(v) for v in values)
+    return False
+
+
+def _int_literal(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _device_values(call: ast.Call, places: FunctionPlaces) -> ast.expr | None:
+    """A device tensor among the Python values handed to `torch.tensor` (`[t] * n`)."""
+    for read in host_reads(call):
+        if read.kind == "tensor" and places.is_device(read.operand):
+            return read.operand
+    return None
+
+
+def _is_empty(data: ast.expr) -> bool:
+    return isinstance(data, ast.List | ast.Tuple) and not data.elts
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 60 else text[:57] + "..."

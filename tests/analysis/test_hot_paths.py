@@ -1,0 +1,82 @@
+"""Hot versus cold code: what the sync rules may report."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from codemods.analysis.hot_paths import hot_paths
+from codemods.source import SourceFile
+
+
+def _hot_lines(code: str, marker: str = "# here") -> list[bool]:
+    source = SourceFile("snippet.py", textwrap.dedent(code))
+    paths = hot_paths(source)
+    lines = [i + 1 for i, text in enumerate(source.lines) if marker in text]
+    answers = []
+    for line in lines:
+        statement = next(
+            (node, ancestors) for node, ancestors in source.walk_lines([line])
+            if isinstance(node, ast.stmt) and node.lineno == line
+        )  # fmt: skip
+        answers.append(paths.is_hot(statement[1], statement[0]))
+    return answers
+
+
+def test_a_scheduler_first_step_branch_is_cold() -> None:
+    code = """
+    class EulerScheduler(SchedulerMixin):
+        def step(self, model_output, timestep, sample):
+            if self.step_index is None:
+                self._init_step_index(timestep)  # here
+            sigma = self.sigmas[self.step_index]  # here
+    """
+    assert _hot_lines(code) == [False, True]
+
+
+def test_step_helpers_and_scale_model_input_are_hot() -> None:
+    code = """
+    class ScoreSdeVeScheduler(SchedulerMixin):
+        def step_correct(self, model_output, sample):
+            x = 1  # here
+
+        def scale_model_input(self, sample, timestep):
+            return sample  # here
+
+        def add_noise(self, original, noise, timesteps):
+            return original  # here
+    """
+    assert _hot_lines(code) == [True, True, False]
+
+
+def test_an_attention_processor_call_is_hot() -> None:
+    code = """
+    class WanAttnProcessor:
+        def __call__(self, attn, hidden_states):
+            def apply_rotary_emb(x):
+                return x  # here
+            return apply_rotary_emb(hidden_states)  # here
+    """
+    assert _hot_lines(code) == [True, True]
+
+
+def test_a_workaround_for_another_backend_is_cold() -> None:
+    code = """
+    class Block(nn.Module):
+        def forward(self, diff):
+            if diff.device.type in {"mps", "npu"}:
+                v0 = diff.cpu().double()  # here
+            else:
+                v0 = diff.double()  # here
+    """
+    assert _hot_lines(code) == [False, True]
+
+
+def test_a_scheduler_loop_over_timesteps_is_not_a_denoising_loop() -> None:
+    code = """
+    class DPMSolverMultistepScheduler(SchedulerMixin):
+        def add_noise(self, original, noise, timesteps):
+            for timestep in timesteps:
+                index = (self.timesteps == timestep).nonzero()  # here
+    """
+    assert _hot_lines(code) == [False]

@@ -1,0 +1,208 @@
+"""DIF003: models that stack blocks get `_repeated_blocks`, so that `compile_repeated_blocks()` works.
+
+Fixtures (fixtures/DIF003) pin the placement and the traps. Here: the rewrite of the installed
+diffusers, checked the way `ModelMixin.compile_repeated_blocks` uses the list (class names matched
+against `type(module).__name__` over `model.modules()`), on tiny models built on the CPU.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+from conftest import DiffusersTrees, run_python_in_tree
+
+# Every model of diffusers 0.42.1 that DIF003 fixes, with the list it adds (reviewed one by one).
+FIXED = {
+    ("models/condition_embedders/condition_embedder_anima.py", "AnimaTextConditioner"): ("AnimaTextConditionerBlock",),
+    ("models/controlnets/controlnet_cosmos.py", "CosmosControlNetModel"): ("CosmosTransformerBlock",),
+    ("models/controlnets/controlnet_flux.py", "FluxControlNetModel"): (
+        "FluxTransformerBlock",
+        "FluxSingleTransformerBlock",
+    ),
+    ("models/controlnets/controlnet_hunyuan.py", "HunyuanDiT2DControlNetModel"): ("HunyuanDiTBlock",),
+    ("models/controlnets/controlnet_qwenimage.py", "QwenImageControlNetModel"): ("QwenImageTransformerBlock",),
+    ("models/controlnets/controlnet_sana.py", "SanaControlNetModel"): ("SanaTransformerBlock",),
+    ("models/controlnets/controlnet_sd3.py", "SD3ControlNetModel"): (
+        "JointTransformerBlock",
+        "SD3SingleTransformerBlock",
+    ),
+    ("models/controlnets/controlnet_z_image.py", "ZImageControlNetModel"): (
+        "ZImageControlTransformerBlock",
+        "ZImageTransformerBlock",
+    ),
+    ("models/transformers/ace_step_transformer.py", "AceStepTransformer1DModel"): ("AceStepTransformerBlock",),
+    ("models/transformers/auraflow_transformer_2d.py", "AuraFlowTransformer2DModel"): (
+        "AuraFlowJointTransformerBlock",
+        "AuraFlowSingleTransformerBlock",
+    ),
+    ("models/transformers/cogvideox_transformer_3d.py", "CogVideoXTransformer3DModel"): ("CogVideoXBlock",),
+    ("models/transformers/consisid_transformer_3d.py", "ConsisIDTransformer3DModel"): ("ConsisIDBlock",),
+    ("models/transformers/dit_transformer_2d.py", "DiTTransformer2DModel"): ("BasicTransformerBlock",),
+    ("models/transformers/hunyuan_transformer_2d.py", "HunyuanDiT2DModel"): ("HunyuanDiTBlock",),
+    ("models/transformers/latte_transformer_3d.py", "LatteTransformer3DModel"): ("BasicTransformerBlock",),
+    ("models/transformers/lumina_nextdit2d.py", "LuminaNextDiT2DModel"): ("LuminaNextDiTBlock",),
+    ("models/transformers/minimax_music3_rvq_depth_decoder.py", "MiniMaxMusic3RVQDepthDecoder"): (
+        "MiniMaxMusic3DepthDecoderBlock",
+    ),
+    ("models/transformers/pixart_transformer_2d.py", "PixArtTransformer2DModel"): ("BasicTransformerBlock",),
+    ("models/transformers/prior_transformer.py", "PriorTransformer"): ("BasicTransformerBlock",),
+    ("models/transformers/sana_transformer.py", "SanaTransformer2DModel"): ("SanaTransformerBlock",),
+    ("models/transformers/stable_audio_transformer.py", "StableAudioDiTModel"): ("StableAudioDiTBlock",),
+    ("models/transformers/transformer_2d_dreamlite.py", "DreamLiteTransformer2DModel"): (
+        "BasicTransformerBlockDreamLite",
+    ),
+    ("models/transformers/transformer_allegro.py", "AllegroTransformer3DModel"): ("AllegroTransformerBlock",),
+    ("models/transformers/transformer_bria.py", "BriaTransformer2DModel"): (
+        "BriaTransformerBlock",
+        "BriaSingleTransformerBlock",
+    ),
+    ("models/transformers/transformer_cogview3plus.py", "CogView3PlusTransformer2DModel"): (
+        "CogView3PlusTransformerBlock",
+    ),
+    ("models/transformers/transformer_cogview4.py", "CogView4Transformer2DModel"): ("CogView4TransformerBlock",),
+    ("models/transformers/transformer_cosmos.py", "CosmosTransformer3DModel"): ("CosmosTransformerBlock",),
+    ("models/transformers/transformer_easyanimate.py", "EasyAnimateTransformer3DModel"): (
+        "EasyAnimateTransformerBlock",
+    ),
+    ("models/transformers/transformer_hunyuan_video_framepack.py", "HunyuanVideoFramepackTransformer3DModel"): (
+        "HunyuanVideoTransformerBlock",
+        "HunyuanVideoSingleTransformerBlock",
+    ),
+    ("models/transformers/transformer_lumina2.py", "Lumina2Transformer2DModel"): ("Lumina2TransformerBlock",),
+    ("models/transformers/transformer_mochi.py", "MochiTransformer3DModel"): ("MochiTransformerBlock",),
+    ("models/transformers/transformer_omnigen.py", "OmniGenTransformer2DModel"): ("OmniGenBlock",),
+    ("models/transformers/transformer_prx.py", "PRXTransformer2DModel"): ("PRXBlock",),
+    ("models/transformers/transformer_sana_video.py", "SanaVideoTransformer3DModel"): ("SanaVideoTransformerBlock",),
+    ("models/transformers/transformer_sd3.py", "SD3Transformer2DModel"): ("JointTransformerBlock",),
+    ("models/transformers/transformer_temporal.py", "TransformerTemporalModel"): ("BasicTransformerBlock",),
+    ("models/unets/uvit_2d.py", "UVit2DModel"): ("BasicTransformerBlock",),
+    ("pipelines/ace_step/modeling_ace_step.py", "AceStepLyricEncoder"): ("AceStepEncoderLayer",),
+    ("pipelines/ace_step/modeling_ace_step.py", "AceStepTimbreEncoder"): ("AceStepEncoderLayer",),
+    ("pipelines/ace_step/modeling_ace_step.py", "AceStepAudioTokenDetokenizer"): ("AceStepEncoderLayer",),
+    ("pipelines/ltx/modeling_latent_upsampler.py", "LTXLatentUpsamplerModel"): ("ResBlock",),
+    ("pipelines/ltx2/latent_upsampler.py", "LTX2LatentUpsamplerModel"): ("ResBlock",),
+}
+
+
+def _repeated_blocks(path: Path) -> dict[str, tuple[str, ...]]:
+    found = {}
+    for cls in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)):
+        for statement in cls.body:
+            if isinstance(statement, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "_repeated_blocks" for t in statement.targets
+            ):
+                found[cls.name] = tuple(ast.literal_eval(statement.value))
+    return found
+
+
+def test_diffusers_models_get_exactly_the_reviewed_lists(diffusers_trees: DiffusersTrees) -> None:
+    added = {}
+    for relative in diffusers_trees.changed_files():
+        before = _repeated_blocks(diffusers_trees.original / "diffusers" / relative)
+        after = _repeated_blocks(diffusers_trees.rewritten / "diffusers" / relative)
+        added.update({(relative, cls): names for cls, names in after.items() if cls not in before})
+    assert added == FIXED
+    fixed = [f for f in diffusers_trees.result.findings if f.code == "DIF003" and f.fixed]
+    assert len(fixed) == len(FIXED)
+
+
+# In the rewritten tree: every listed name is the `__name__` of an nn.Module class (not a whole model)
+# bound under that name in the model's own module.
+NAMES_RESOLVE = """
+import importlib, json
+import torch
+from diffusers.models.modeling_utils import ModelMixin
+
+problems = []
+for module_name, class_name in {targets!r}:
+    module = importlib.import_module(module_name)
+    cls = getattr(module, class_name)
+    for name in cls._repeated_blocks:
+        block = vars(module).get(name)
+        if not (isinstance(block, type) and issubclass(block, torch.nn.Module) and block.__name__ == name):
+            problems.append(f"{{module_name}}.{{class_name}}: {{name}} is not a module class of that file")
+        elif issubclass(block, ModelMixin):
+            problems.append(f"{{module_name}}.{{class_name}}: {{name}} is a whole model")
+print(json.dumps(problems))
+"""
+
+
+def test_every_listed_name_is_a_block_class_of_the_models_file(diffusers_trees: DiffusersTrees) -> None:
+    targets = sorted(("diffusers." + path.removesuffix(".py").replace("/", "."), cls) for path, cls in FIXED)
+    process = run_python_in_tree(diffusers_trees.rewritten, NAMES_RESOLVE.format(targets=targets))
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert json.loads(process.stdout.strip().splitlines()[-1]) == []
+
+
+# Tiny models, and what `compile_repeated_blocks` hands to `nn.Module.compile` (recorded, not compiled).
+TINY_MODELS = """
+import json
+import torch
+from diffusers.models.controlnets.controlnet_flux import FluxControlNetModel
+from diffusers.models.transformers.cogvideox_transformer_3d import CogVideoXTransformer3DModel
+from diffusers.models.transformers.dit_transformer_2d import DiTTransformer2DModel
+from diffusers.models.transformers.sana_transformer import SanaTransformer2DModel
+from diffusers.pipelines.ltx.modeling_latent_upsampler import LTXLatentUpsamplerModel
+
+models = {
+    "SanaTransformer2DModel": SanaTransformer2DModel(
+        in_channels=4, out_channels=4, num_attention_heads=2, attention_head_dim=8, num_layers=2,
+        num_cross_attention_heads=2, cross_attention_head_dim=8, cross_attention_dim=16, caption_channels=8,
+        sample_size=8,
+    ),
+    "DiTTransformer2DModel": DiTTransformer2DModel(
+        num_attention_heads=2, attention_head_dim=8, in_channels=4, out_channels=4, num_layers=2, sample_size=8,
+        patch_size=2, num_embeds_ada_norm=10,
+    ),
+    "FluxControlNetModel": FluxControlNetModel(
+        patch_size=1, in_channels=4, num_layers=1, num_single_layers=2, attention_head_dim=8, num_attention_heads=2,
+        joint_attention_dim=16, pooled_projection_dim=8, axes_dims_rope=[2, 2, 4],
+    ),
+    "CogVideoXTransformer3DModel": CogVideoXTransformer3DModel(
+        num_attention_heads=2, attention_head_dim=8, in_channels=4, out_channels=4, num_layers=2, sample_width=8,
+        sample_height=8, sample_frames=9, patch_size=2, text_embed_dim=16, time_embed_dim=8,
+    ),
+    "LTXLatentUpsamplerModel": LTXLatentUpsamplerModel(in_channels=4, mid_channels=32, num_blocks_per_stage=2),
+}
+compiled = []
+torch.nn.Module.compile = lambda module, *args, **kwargs: compiled.append(type(module).__name__)
+report = {}
+for name, model in models.items():
+    compiled.clear()
+    try:
+        model.compile_repeated_blocks(fullgraph=True)
+    except ValueError as error:
+        report[name] = {"error": str(error)}
+        continue
+    report[name] = {"listed": list(model._repeated_blocks), "compiled": list(compiled)}
+print(json.dumps(report))
+"""
+
+EXPECTED_COMPILED = {
+    "SanaTransformer2DModel": ["SanaTransformerBlock"] * 2,
+    "DiTTransformer2DModel": ["BasicTransformerBlock"] * 2,
+    "FluxControlNetModel": ["FluxTransformerBlock", "FluxSingleTransformerBlock", "FluxSingleTransformerBlock"],
+    "CogVideoXTransformer3DModel": ["CogVideoXBlock"] * 2,
+    "LTXLatentUpsamplerModel": ["ResBlock"] * 4,
+}
+
+
+def _tiny_models_report(tree: Path) -> dict:
+    process = run_python_in_tree(tree, TINY_MODELS)
+    assert process.returncode == 0, process.stderr[-3000:]
+    return json.loads(process.stdout.strip().splitlines()[-1])
+
+
+def test_tiny_models_compile_every_block_they_stack(diffusers_trees: DiffusersTrees) -> None:
+    report = _tiny_models_report(diffusers_trees.rewritten)
+    for name, compiled in EXPECTED_COMPILED.items():
+        assert report[name]["compiled"] == compiled
+        assert set(report[name]["listed"]) == set(compiled)  # every listed class occurs in the model
+
+
+def test_the_same_tiny_models_cannot_compile_regionally_before_the_fix(diffusers_trees: DiffusersTrees) -> None:
+    report = _tiny_models_report(diffusers_trees.original)
+    assert set(report) == set(EXPECTED_COMPILED)
+    assert all("`_repeated_blocks` attribute is empty" in entry["error"] for entry in report.values())

@@ -1,0 +1,78 @@
+"""DIF007: what counts as a host sync in hot code, and what is left to other rules or alone."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from codemods.engine import Mode, RunOptions, run
+
+
+def _messages(tmp_path: Path, code: str) -> list[tuple[int, str]]:
+    target = tmp_path / "snippet.py"
+    target.write_text(textwrap.dedent(code))
+    result = run(RunOptions(paths=(target,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
+    return [(f.line, f.message) for f in result.findings]
+
+
+def test_a_scheduler_sigma_left_on_the_device_is_left_to_dif002(tmp_path: Path) -> None:
+    code = """
+    import torch
+
+    class HeunScheduler(SchedulerMixin):
+        def set_timesteps(self, n, device=None):
+            self.sigmas = torch.linspace(1, 0, n).to(device=device)
+
+        def step(self, model_output: torch.Tensor, timestep, sample: torch.Tensor, s_tmin: float = 0.0):
+            sigma = self.sigmas[self.step_index]
+            return sample if s_tmin <= sigma else model_output
+    """
+    assert _messages(tmp_path, code) == []
+
+
+def test_a_timestep_comparison_in_the_loop_says_every_denoising_step(tmp_path: Path) -> None:
+    code = """
+    class Pipe(DiffusionPipeline):
+        def __call__(self, n: int, boundary: float):
+            device = self._execution_device
+            timesteps, n = retrieve_timesteps(self.scheduler, n, device)
+            for t in timesteps:
+                if t >= boundary:
+                    pass
+    """
+    ((line, message),) = _messages(tmp_path, code)
+    assert line == 7
+    assert message == (
+        "`t >= boundary` compares a device tensor in Python (`t` is on the device): the host waits for the device "
+        "every denoising step; compare a CPU copy made once before the loop (e.g. of the timesteps), or use "
+        "`torch.where`"
+    )
+
+
+def test_a_read_in_a_forward_says_which_call(tmp_path: Path) -> None:
+    code = """
+    import torch
+
+    class Block(torch.nn.Module):
+        def forward(self, x: torch.Tensor, mask: torch.Tensor):
+            lengths = mask.sum(dim=1).tolist()
+            return x
+    """
+    ((_, message),) = _messages(tmp_path, code)
+    assert "every call of `forward`" in message and message.startswith("`mask.sum(dim=1).tolist()` copies")
+
+
+def test_a_python_int_index_and_set_up_code_are_not_reported(tmp_path: Path) -> None:
+    code = """
+    import torch
+
+    class Pipe(DiffusionPipeline):
+        def __call__(self, n: int, latents: torch.Tensor):
+            device = self._execution_device
+            scale = torch.ones(1, device=device).item()
+            timesteps, n = retrieve_timesteps(self.scheduler, n, device)
+            for i, t in enumerate(timesteps):
+                if i == len(timesteps) - 1:
+                    pass
+    """
+    assert _messages(tmp_path, code) == []
