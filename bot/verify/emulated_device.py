@@ -258,6 +258,12 @@ class _BackendModule:
         return False
 
     @staticmethod
+    def get_amp_supported_dtype() -> list[torch.dtype]:
+        # `torch.autocast("emu", dtype)` asks which dtypes it may cast to (see the
+        # AutocastPrivateUse1 fallthrough in `_register_kernels`). The CUDA set.
+        return [torch.float16, torch.bfloat16, torch.float32]
+
+    @staticmethod
     def manual_seed_all(seed: int) -> None:
         # Values are drawn by the CPU generator, which torch.manual_seed seeds.
         pass
@@ -269,6 +275,9 @@ _libraries: list[torch.library.Library] = []
 def _register_kernels() -> None:
     fallback = torch.library.Library("_", "IMPL")
     fallback.fallback(_backend_kernel, "PrivateUse1")
+    # `torch.autocast("emu", ...)` (Mochi's RoPE opens `torch.autocast(x.device.type, torch.float32)`)
+    # passes ops through uncast: exact for float32 regions; half-precision regions stay float32 here.
+    fallback.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
     # ``torch.tensor(data, device=emu)`` runs ``_to_copy`` with the Python key
     # excluded. Its composite kernel would then reach our fallback with an
     # ``EmulatedTensor`` argument, and torch refuses a Python fallback there

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The verifier's CUDA path, once, on a machine with a GPU: DIF001 on QwenImage as it was before
+# diffusers #13406 (fixtures/verify/) and on NucleusMoE as installed diffusers 0.42.1 has it.
+#
+#   benchmarks/gpu_verify.sh            # reports go to $OUT (the device runner's folder) or ./gpu-verify
+#
+# Installs nothing: it needs a Python with torch (CUDA build), diffusers 0.42.1, transformers,
+# libcst, typer and rich already there ($PYTHON, else .venv/bin/python, else python3), and
+# imports this checkout's codemods/ and bot/ from the source tree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+if [[ -n "${PYTHON:-}" ]]; then :
+elif [[ -x .venv/bin/python ]]; then PYTHON=.venv/bin/python
+else PYTHON=python3
+fi
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+REPORTS=${OUT:-$ROOT/gpu-verify}
+mkdir -p "$REPORTS"
+
+"$PYTHON" - <<'EOF' || exit 2
+import importlib.util, sys
+missing = [m for m in ("torch", "diffusers", "transformers", "libcst", "typer", "rich") if importlib.util.find_spec(m) is None]
+if missing:
+    sys.exit(f"gpu_verify: missing Python packages: {', '.join(missing)} (this script installs nothing)")
+import torch, diffusers
+if not torch.cuda.is_available():
+    sys.exit(f"gpu_verify: torch {torch.__version__} sees no CUDA device")
+print(f"gpu_verify: torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name(0)}, diffusers {diffusers.__version__}")
+if diffusers.__version__ != "0.42.1":
+    sys.exit(f"gpu_verify: the QwenImage fixture is diffusers 0.42.1's file; installed is {diffusers.__version__}")
+EOF
+
+SRC=$("$PYTHON" -c "from codemods.project import installed_diffusers; print(installed_diffusers())")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-verify.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+QWEN=models/transformers/transformer_qwenimage.py
+NUCLEUS=models/transformers/transformer_nucleusmoe_image.py
+
+# QwenImage before #13406: the installed package with that PR's hunks reverted in one file.
+mkdir -p "$WORK/qwen-before-13406"
+cp -r "$SRC" "$WORK/qwen-before-13406/diffusers"
+find "$WORK/qwen-before-13406" -name __pycache__ -prune -exec rm -rf {} +
+cp fixtures/verify/transformer_qwenimage_before_13406.py "$WORK/qwen-before-13406/diffusers/$QWEN"
+
+status=0
+verify() {  # name, tree, file the engine may rewrite
+    echo "=== $1"
+    "$PYTHON" -m codemods verify "$2" --select DIF001 --path "$2/$3" --device cuda \
+        --json "$REPORTS/$1.json" --markdown "$REPORTS/$1.md" --work-dir "$WORK/$1-work" || status=$?
+    for side in original rewritten; do  # the Chrome traces, to open in Perfetto
+        for trace in "$WORK/$1-work/runs/$side"/request-*/*.trace.json; do
+            [[ -e "$trace" ]] && cp "$trace" "$REPORTS/$1-$side-$(basename "$trace")"
+        done
+    done
+}
+verify qwenimage-before-13406 "$WORK/qwen-before-13406/diffusers" "$QWEN"
+verify nucleusmoe "$SRC" "$NUCLEUS"
+echo "gpu_verify: reports in $REPORTS (exit $status)"
+exit $status

@@ -1,0 +1,32 @@
+"""What the parent and a worker exchange: the request, and where each target's results go. No torch here."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class WorkerRequest:
+    package: str  # the tree's package directory (…/diffusers)
+    device: str  # "emu", "cuda" or "cpu"
+    targets: list[str]
+    out_dir: str
+    trace_files: list[str] = field(default_factory=list)  # absolute paths whose executed lines are recorded
+    checks: dict[str, list[str]] = field(default_factory=dict)  # target -> compile checks to run
+    compile_backend: str = "inductor"
+    seed: int = 0
+    tests_dir: str | None = None  # a copy of the checkout's tests/, for `tests/...::Class` targets
+
+    @classmethod
+    def load(cls, path: Path) -> WorkerRequest:
+        return cls(**json.loads(path.read_text()))
+
+
+def result_path(out_dir: Path, index: int) -> Path:
+    return out_dir / f"{index:03d}.json"
+
+
+def outputs_path(out_dir: Path, index: int) -> Path:
+    return out_dir / f"{index:03d}.pt"

@@ -1,0 +1,190 @@
+"""Autoencoder targets (DIF004 rewrites `self._decode(z).sample` in `decode` and `forward`).
+
+One run goes through both places a VAE builds output objects: `forward` on a one-sample
+batch (encode, then decode without slicing) and `decode` of a two-sample batch with
+slicing on (the per-slice path). Configurations follow diffusers' own tiny model tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.verify.targets import target
+from bot.verify.targets.models import Draw
+
+
+@dataclass(frozen=True)
+class VaeRecipe:
+    cls: str
+    config: dict[str, Any]
+    sample: tuple[int, ...]  # forward input (batch 1); empty: the class has no forward worth running
+    latents: tuple[int, ...]  # decode input (batch 2, decoded slice by slice)
+    forward_kwargs: dict[str, Any] = field(default_factory=dict)
+    decode_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def register_vae(recipe: VaeRecipe) -> None:
+    def build(device: Any) -> Any:
+        import diffusers
+        import torch
+
+        from bot.verify.workload import Slot, Workload
+
+        vae = getattr(diffusers, recipe.cls)(**recipe.config).eval().to(device)
+        draw = Draw()
+        sample = draw.randn(*recipe.sample).to(device) if recipe.sample else None
+        latents = draw.randn(*recipe.latents).to(device)
+        forward, decode = Slot(vae), Slot(vae.decode)
+
+        def run() -> Any:
+            with torch.no_grad():
+                encoded_decoded = (
+                    forward(sample, return_dict=False, **recipe.forward_kwargs) if sample is not None else None
+                )
+                vae.use_slicing = True
+                try:
+                    sliced = decode(latents, return_dict=False, **recipe.decode_kwargs)
+                finally:
+                    vae.use_slicing = False
+            return encoded_decoded, sliced
+
+        def compile_with(compiler: Any) -> None:
+            forward.compile_with(compiler)
+            decode.compile_with(compiler)
+
+        return Workload(run=run, unit="forward", units=1, model=vae, compile_with=compile_with)
+
+    what = ("forward, then " if recipe.sample else "") + "sliced decode of a 2-sample batch"
+    target(recipe.cls, "model", (recipe.cls,), what)(build)
+
+
+_KL_2D = {
+    "block_out_channels": [4, 8],
+    "in_channels": 3,
+    "out_channels": 3,
+    "down_block_types": ["DownEncoderBlock2D", "DownEncoderBlock2D"],
+    "up_block_types": ["UpDecoderBlock2D", "UpDecoderBlock2D"],
+    "latent_channels": 4,
+    "norm_num_groups": 2,
+}
+
+RECIPES = [
+    VaeRecipe("AutoencoderKL", _KL_2D, sample=(1, 3, 16, 16), latents=(2, 4, 8, 8)),
+    VaeRecipe(
+        "AsymmetricAutoencoderKL",
+        {
+            "in_channels": 3,
+            "out_channels": 3,
+            "down_block_types": ["DownEncoderBlock2D", "DownEncoderBlock2D"],
+            "down_block_out_channels": [4, 8],
+            "layers_per_down_block": 1,
+            "up_block_types": ["UpDecoderBlock2D", "UpDecoderBlock2D"],
+            "up_block_out_channels": [4, 8],
+            "layers_per_up_block": 1,
+            "latent_channels": 4,
+            "norm_num_groups": 2,
+            "sample_size": 16,
+        },
+        sample=(1, 3, 16, 16),
+        latents=(2, 4, 8, 8),
+    ),
+    VaeRecipe(
+        "AutoencoderTiny",
+        {
+            "in_channels": 3,
+            "out_channels": 3,
+            "encoder_block_out_channels": [8, 8],
+            "decoder_block_out_channels": [8, 8],
+            "num_encoder_blocks": [1, 1],
+            "num_decoder_blocks": [1, 1],
+        },
+        sample=(1, 3, 16, 16),
+        latents=(2, 4, 8, 8),
+    ),
+    VaeRecipe(
+        "AutoencoderOobleck",
+        {
+            "encoder_hidden_size": 12,
+            "decoder_channels": 12,
+            "decoder_input_channels": 6,
+            "audio_channels": 2,
+            "downsampling_ratios": [2, 4],
+            "channel_multiples": [1, 2],
+        },
+        sample=(1, 2, 24),
+        latents=(2, 6, 3),
+    ),
+    VaeRecipe(
+        "AutoencoderKLTemporalDecoder",
+        {
+            "block_out_channels": [32, 32],
+            "in_channels": 3,
+            "out_channels": 3,
+            "down_block_types": ["DownEncoderBlock2D", "DownEncoderBlock2D"],
+            "latent_channels": 4,
+            "layers_per_block": 1,
+        },
+        sample=(2, 3, 16, 16),
+        latents=(2, 4, 8, 8),
+        forward_kwargs={"num_frames": 2},
+        decode_kwargs={"num_frames": 2},
+    ),
+    VaeRecipe(
+        "AutoencoderKLFlux2",
+        {
+            "sample_size": 16,
+            "in_channels": 3,
+            "out_channels": 3,
+            "down_block_types": ("DownEncoderBlock2D",),
+            "up_block_types": ("UpDecoderBlock2D",),
+            "block_out_channels": (4,),
+            "layers_per_block": 1,
+            "latent_channels": 1,
+            "norm_num_groups": 1,
+            "use_quant_conv": False,
+            "use_post_quant_conv": False,
+        },
+        sample=(1, 3, 16, 16),
+        latents=(2, 1, 16, 16),
+    ),
+    VaeRecipe(
+        "AutoencoderKLCogVideoX",
+        {
+            "in_channels": 3,
+            "out_channels": 3,
+            "down_block_types": ("CogVideoXDownBlock3D",) * 2,
+            "up_block_types": ("CogVideoXUpBlock3D",) * 2,
+            "block_out_channels": (8, 8),
+            "latent_channels": 4,
+            "layers_per_block": 1,
+            "norm_num_groups": 2,
+            "temporal_compression_ratio": 4,
+        },
+        sample=(1, 3, 5, 8, 8),
+        latents=(2, 4, 2, 4, 4),
+    ),
+    VaeRecipe(
+        "AutoencoderKLWan",
+        {"base_dim": 3, "z_dim": 4, "dim_mult": [1, 1], "num_res_blocks": 1, "temperal_downsample": [False]},
+        sample=(),
+        latents=(2, 4, 2, 4, 4),
+    ),
+    VaeRecipe(
+        "AutoencoderKLQwenImage",
+        {
+            "base_dim": 8,
+            "z_dim": 4,
+            "dim_mult": [1, 2],
+            "num_res_blocks": 1,
+            "temperal_downsample": [False],
+            "latents_mean": [0.0] * 4,
+            "latents_std": [1.0] * 4,
+        },
+        sample=(),
+        latents=(2, 4, 1, 4, 4),
+    ),
+]
+
+for _recipe in RECIPES:
+    register_vae(_recipe)

@@ -1,0 +1,98 @@
+"""Scheduler targets: `set_timesteps(N, device=...)` and N steps on tiny latents (DIF002, DIF005 paths).
+
+One driver serves every scheduler that runs from its default configuration: a fixed
+"model" (a linear function of the sample), `scale_model_input` where the scheduler has it,
+and `step(..., return_dict=False)` with a seeded CPU generator where `step` takes one. A run
+starts with `set_timesteps`, which resets the scheduler, so every run is the same run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.verify.targets import target
+
+STEPS = 4
+
+
+@dataclass(frozen=True)
+class SchedulerRecipe:
+    cls: str
+    config: dict[str, Any] = field(default_factory=dict)
+    set_timesteps: dict[str, Any] = field(default_factory=dict)
+    steps: int = STEPS
+
+
+def register_scheduler(recipe: SchedulerRecipe) -> None:
+    def build(device: Any) -> Any:
+        import inspect
+
+        import diffusers
+        import torch
+
+        from bot.verify.workload import Workload
+
+        scheduler = getattr(diffusers, recipe.cls)(**recipe.config)
+        scheduler.set_timesteps(recipe.steps, device=device, **recipe.set_timesteps)
+        steps = len(scheduler.timesteps)
+        latents = torch.randn(1, 4, 8, 8, generator=torch.Generator().manual_seed(1)).to(device)
+        takes_generator = "generator" in inspect.signature(scheduler.step).parameters
+        scales = hasattr(scheduler, "scale_model_input")
+
+        def run() -> Any:
+            scheduler.set_timesteps(recipe.steps, device=device, **recipe.set_timesteps)
+            sample = latents
+            noise = torch.Generator().manual_seed(2)
+            for timestep in scheduler.timesteps:
+                model_input = scheduler.scale_model_input(sample, timestep) if scales else sample
+                model_output = model_input * 0.1 + 0.01
+                extra = {"generator": noise} if takes_generator else {}
+                sample = scheduler.step(model_output, timestep, sample, return_dict=False, **extra)[0]
+            return sample
+
+        return Workload(run=run, unit="step", units=steps)
+
+    exercises = f"set_timesteps({recipe.steps}) and every step on 1x4x8x8 latents"
+    target(recipe.cls, "scheduler", (recipe.cls,), exercises)(build)
+
+
+# Every scheduler of diffusers 0.42.1 that runs this loop from its defaults (the others need a
+# model of their own shape or extra step arguments; they show up as unverified, with the reason).
+RECIPES = [
+    SchedulerRecipe("CMStochasticIterativeScheduler"),
+    SchedulerRecipe("CogVideoXDDIMScheduler"),
+    SchedulerRecipe("DDIMInverseScheduler"),
+    SchedulerRecipe("DDIMParallelScheduler"),
+    SchedulerRecipe("DDIMScheduler"),
+    SchedulerRecipe("DDPMParallelScheduler"),
+    SchedulerRecipe("DDPMScheduler"),
+    SchedulerRecipe("DEISMultistepScheduler"),
+    SchedulerRecipe("DPMSolverMultistepInverseScheduler"),
+    SchedulerRecipe("DPMSolverMultistepScheduler"),
+    SchedulerRecipe("DPMSolverSinglestepScheduler", {"lower_order_final": True}),
+    SchedulerRecipe("EDMDPMSolverMultistepScheduler"),
+    SchedulerRecipe("EDMEulerScheduler"),
+    SchedulerRecipe("EulerAncestralDiscreteScheduler"),
+    SchedulerRecipe("EulerDiscreteScheduler"),
+    SchedulerRecipe("FlowMapEulerDiscreteScheduler"),
+    SchedulerRecipe("FlowMatchEulerDiscreteScheduler"),
+    SchedulerRecipe("FlowMatchHeunDiscreteScheduler"),
+    SchedulerRecipe("FlowMatchLCMScheduler"),
+    SchedulerRecipe("HeunDiscreteScheduler"),
+    SchedulerRecipe("IPNDMScheduler"),
+    SchedulerRecipe("KDPM2AncestralDiscreteScheduler"),
+    SchedulerRecipe("KDPM2DiscreteScheduler"),
+    SchedulerRecipe("LCMScheduler"),
+    SchedulerRecipe("LTXEulerAncestralRFScheduler"),
+    SchedulerRecipe("MiniMaxH3Scheduler"),
+    SchedulerRecipe("PNDMScheduler"),
+    SchedulerRecipe("SASolverScheduler"),
+    SchedulerRecipe("SCMScheduler", steps=2),
+    SchedulerRecipe("TCDScheduler"),
+    SchedulerRecipe("UnCLIPScheduler"),
+    SchedulerRecipe("UniPCMultistepScheduler"),
+]
+
+for _recipe in RECIPES:
+    register_scheduler(_recipe)

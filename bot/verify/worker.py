@@ -1,0 +1,169 @@
+"""One tree's side of a verification, in its own interpreter: `python -m bot.verify.worker REQUEST.json`.
+
+The parent puts the tree's parent directory first on PYTHONPATH, so `import diffusers` here
+is that tree and nothing else. For each target, in order: build it (seeded), warm up once
+while recording which lines of the rewritten files run, then run once more under the census
+(emulated device or CUDA profile; none on the CPU) and the output-object count; save the
+outputs for the parity check and, when asked, try the compile checks on a fresh CPU build.
+Each target's result is written as soon as it is known, so a crash costs only that target.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bot.verify.census import SyncCensus
+from bot.verify.cuda_census import run_cuda_census
+from bot.verify.emulated_device import install_emulated_device
+from bot.verify.outputs import compare, flatten_outputs
+from bot.verify.protocol import WorkerRequest, outputs_path, result_path
+from bot.verify.targets import TargetSpec, get_target
+from bot.verify.targets.from_tests import SEPARATOR, spec_for
+from bot.verify.tracing import LineCoverage, OutputCensus
+from bot.verify.workload import Workload
+
+
+def main(argv: list[str]) -> int:
+    request = WorkerRequest.load(Path(argv[0]))
+    out_dir = Path(request.out_dir)
+    roots = [Path(request.package)]
+    import diffusers
+
+    if Path(diffusers.__file__).parent.resolve() != Path(request.package).resolve():
+        raise SystemExit(f"imported diffusers from {diffusers.__file__}, expected {request.package}")
+    device = _device(request.device)
+    outputs = OutputCensus(roots)
+    outputs.install()
+    for index, name in enumerate(request.targets):
+        started = time.perf_counter()
+        result: dict[str, Any] = {"target": name, "ok": False}
+        try:
+            spec = spec_for(name, Path(request.tests_dir)) if SEPARATOR in name else get_target(name)
+            result.update(_measure(spec, request, device, roots, outputs, out_dir, index))
+            result["ok"] = True
+            for check in request.checks.get(name, []):
+                result.setdefault("compile", {})[check] = compile_check(spec, check, request)
+        except BaseException as error:  # a target's failure is its result, not the worker's
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            result["error"] = f"{type(error).__name__}: {error}".strip()
+            result["traceback"] = traceback.format_exc(limit=-12)
+        result["seconds"] = round(time.perf_counter() - started, 3)
+        result_path(out_dir, index).write_text(json.dumps(result, default=str))
+    return 0
+
+
+def _device(name: str) -> torch.device:
+    if name == "emu":
+        return install_emulated_device()
+    if name == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: this machine has no CUDA device")
+    return torch.device(name)
+
+
+def _measure(
+    spec: TargetSpec,
+    request: WorkerRequest,
+    device: torch.device,
+    roots: list[Path],
+    outputs: OutputCensus,
+    out_dir: Path,
+    index: int,
+) -> dict[str, Any]:
+    torch.manual_seed(request.seed)
+    workload = spec.build(device)
+    coverage = LineCoverage(request.trace_files)
+    measured: dict[str, Any] = {}
+    try:
+        torch.manual_seed(request.seed)
+        with coverage:
+            workload.run()
+    finally:
+        measured["lines"], measured["functions"] = coverage.by_relative_path(roots)
+    measured["unit"], measured["units"] = workload.unit, workload.units
+    torch.manual_seed(request.seed)
+    census, output = take_census(request.device, workload, roots, out_dir / f"{index:03d}.trace.json", outputs)
+    measured["census"] = census
+    measured["outputs_built"] = {"count": outputs.count, "sites": dict(outputs.sites)}
+    measured["repeated_blocks"] = repeated_blocks(workload)
+    torch.save(flatten_outputs(output), outputs_path(out_dir, index))
+    return measured
+
+
+def take_census(
+    device: str, workload: Workload, roots: list[Path], trace_path: Path, outputs: OutputCensus
+) -> tuple[dict[str, Any] | None, Any]:
+    """One measured run: its census (None on the CPU) and its output."""
+    produced: list[Any] = []
+    if device == "emu":
+        with SyncCensus(site_roots=roots) as census, outputs:
+            produced.append(workload.run())
+        return census.result().to_dict(), produced[0]
+    if device == "cuda":
+        with outputs:
+            result = run_cuda_census(lambda: produced.append(workload.run()), roots, trace_path)
+        return result.to_dict(), produced[0]
+    with outputs:
+        produced.append(workload.run())
+    return None, produced[0]
+
+
+def repeated_blocks(workload: Workload) -> dict[str, Any] | None:
+    """What `compile_repeated_blocks` would find: the declared class names and how many modules match."""
+    if workload.model is None:
+        return None
+    declared = list(getattr(workload.model, "_repeated_blocks", None) or [])
+    found = sum(type(module).__name__ in declared for module in workload.model.modules())
+    return {"declared": declared, "found": found}
+
+
+def compile_check(spec: TargetSpec, check: str, request: WorkerRequest) -> dict[str, Any]:
+    """`fullgraph`: the hot callable compiles with fullgraph=True; `repeated_blocks`: so do its blocks.
+
+    Built afresh on the CPU (the emulated device is not traceable). The compiled run is
+    compared with an eager one; a toolchain torch cannot use here makes the check "skipped".
+    """
+    import torch._dynamo
+    import torch._inductor.exc
+
+    if not torch._dynamo.is_dynamo_supported():
+        return {"status": "skipped", "detail": "torch.compile is not supported on this Python/torch build"}
+    torch._dynamo.reset()
+    torch.manual_seed(request.seed)
+    workload = spec.build(torch.device("cpu"))
+    torch.manual_seed(request.seed)
+    eager = flatten_outputs(workload.run())
+    options = {"fullgraph": True, "backend": request.compile_backend}
+    try:
+        if check == "repeated_blocks":
+            if workload.model is None:
+                return {"status": "skipped", "detail": "the target has no model"}
+            workload.model.compile_repeated_blocks(**options)
+        elif workload.compile_with is None:
+            return {"status": "skipped", "detail": "the target has nothing to compile"}
+        else:
+            workload.compile_with(lambda function: torch.compile(function, **options))
+        torch.manual_seed(request.seed)
+        compiled = flatten_outputs(workload.run())
+    except (torch._inductor.exc.InvalidCxxCompiler, torch._inductor.exc.CppCompileError) as error:
+        return {"status": "skipped", "detail": f"torch's build cannot compile here: {_first_line(error)}"}
+    except Exception as error:  # a graph break or a refusal is the check's answer
+        return {"status": "failed", "detail": f"{type(error).__name__}: {_first_line(error)}"}
+    parity = compare(eager, compiled, tolerance=float("inf"))
+    return {"status": "passed", "detail": f"backend={request.compile_backend}", "max_abs_diff": parity.max_abs_diff}
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:300] if text else type(error).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

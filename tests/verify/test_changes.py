@@ -1,0 +1,86 @@
+"""A file's changes become rewrites: where they are, what holds them, which rules made them."""
+
+from __future__ import annotations
+
+from bot.verify.changes import rewrites_of
+from codemods.findings import Edit, Finding, Fix, FixSafety, ImportRequest, NodeRef
+
+BEFORE = """\
+import torch
+
+
+class Rope(torch.nn.Module):
+    def forward(self, device):
+        return self.freqs.to(device)
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return self.block(x).sample
+"""
+
+AFTER = """\
+import torch
+from .utils import lru_cache_unless_export
+
+
+class Rope(torch.nn.Module):
+    @lru_cache_unless_export(maxsize=None)
+    def _get_device_freqs(self, device):
+        return self.freqs.to(device)
+
+    def forward(self, device):
+        return self._get_device_freqs(device)
+
+
+class Model(torch.nn.Module):
+    _repeated_blocks = ["Block"]
+
+    def forward(self, x):
+        return self.block(x, return_dict=False)[0]
+"""
+
+
+def _finding(code: str, line: int, *edits: Edit, imports: tuple[ImportRequest, ...] = ()) -> Finding:
+    fix = Fix(FixSafety.UNSAFE, "fix", edits, imports)
+    return Finding(code, "pkg/m.py", line, 0, line, 10, "message", fix=fix, fixed=True)
+
+
+def _fixed() -> list[Finding]:
+    return [
+        _finding(
+            "DIF001",
+            6,
+            Edit(NodeRef("ClassDef", 4, 0, 6, 36), "add_getter", inserts=True),
+            Edit(NodeRef("Call", 6, 15, 6, 36), "use_getter"),
+            imports=(ImportRequest(".utils", "lru_cache_unless_export"),),
+        ),
+        _finding("DIF003", 9, Edit(NodeRef("ClassDef", 9, 0, 11, 33), "add_blocks", inserts=True)),
+        _finding("DIF004", 11, Edit(NodeRef("Attribute", 11, 15, 11, 33), "subscript")),
+    ]
+
+
+def test_each_changed_block_is_one_rewrite_placed_in_the_rewritten_file() -> None:
+    rewrites = rewrites_of("m.py", "pkg/m.py", BEFORE, AFTER, _fixed())
+    assert [(r.where, r.owner, r.qualname) for r in rewrites] == [
+        ("m.py:2", "<module>", "<module>"),
+        ("m.py:6", "Rope", "Rope._get_device_freqs"),
+        ("m.py:11", "Rope", "Rope.forward"),
+        ("m.py:15", "Model", "Model"),
+        ("m.py:18", "Model", "Model.forward"),
+    ]
+
+
+def test_rules_come_from_the_fix_edits_that_touched_the_block() -> None:
+    rewrites = rewrites_of("m.py", "pkg/m.py", BEFORE, AFTER, _fixed())
+    assert [r.rules for r in rewrites] == [("DIF001",), ("DIF001",), ("DIF001",), ("DIF003",), ("DIF004",)]
+
+
+def test_an_inserted_class_attribute_is_class_level_and_a_method_is_not() -> None:
+    rewrites = rewrites_of("m.py", "pkg/m.py", BEFORE, AFTER, _fixed())
+    assert [r.class_level for r in rewrites] == [False, False, False, True, False]
+
+
+def test_rewrite_lines_are_the_new_lines_of_the_rewritten_file() -> None:
+    getter = rewrites_of("m.py", "pkg/m.py", BEFORE, AFTER, _fixed())[1]
+    assert sorted(getter.lines) == [6, 7, 8, 9]

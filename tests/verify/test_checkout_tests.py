@@ -1,0 +1,141 @@
+"""A checkout's own tests supply targets for classes the built-in specs do not cover.
+
+The checkout here is made on the spot: installed diffusers 0.42.1 as `src/diffusers`, and a
+`tests/` with one model configuration class (new style: `get_init_dict`/`get_dummy_inputs`)
+and one pipeline test class (`get_dummy_components`/`get_dummy_inputs`), written like
+diffusers' own tests.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bot.verify import verify
+from bot.verify.report import VerifyReport
+from bot.verify.targets.from_tests import discover
+from codemods.project import installed_diffusers
+
+LATTE = "models/transformers/latte_transformer_3d.py"
+SCORE_SDE = "pipelines/deprecated/score_sde_ve/pipeline_score_sde_ve.py"
+
+MODEL_TEST = """
+import torch
+
+from diffusers import LatteTransformer3DModel
+
+
+class LatteTransformerTesterConfig:
+    @property
+    def model_class(self):
+        return LatteTransformer3DModel
+
+    def get_init_dict(self):
+        return {
+            "sample_size": 8,
+            "num_layers": 2,
+            "patch_size": 2,
+            "attention_head_dim": 4,
+            "num_attention_heads": 2,
+            "caption_channels": 8,
+            "in_channels": 4,
+            "cross_attention_dim": 8,
+            "out_channels": 8,
+            "attention_bias": True,
+            "activation_fn": "gelu-approximate",
+            "num_embeds_ada_norm": 1000,
+            "norm_type": "ada_norm_single",
+            "norm_elementwise_affine": False,
+            "norm_eps": 1e-6,
+        }
+
+    def get_dummy_inputs(self):
+        generator = torch.Generator("cpu").manual_seed(0)
+        return {
+            "hidden_states": torch.randn(1, 4, 1, 8, 8, generator=generator),
+            "encoder_hidden_states": torch.randn(1, 8, 8, generator=generator),
+            "timestep": torch.tensor([500]),
+            "enable_temporal_attentions": True,
+        }
+"""
+
+PIPELINE_TEST = """
+import unittest
+
+import torch
+
+from diffusers import ScoreSdeVePipeline, ScoreSdeVeScheduler, UNet2DModel
+
+
+class ScoreSdeVePipelineFastTests(unittest.TestCase):
+    pipeline_class = ScoreSdeVePipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        unet = UNet2DModel(
+            block_out_channels=(4, 8),
+            layers_per_block=1,
+            norm_num_groups=4,
+            sample_size=8,
+            in_channels=3,
+            out_channels=3,
+            down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+            up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+        )
+        return {"unet": unet, "scheduler": ScoreSdeVeScheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        generator = torch.Generator(device=device).manual_seed(seed)
+        return {"generator": generator, "num_inference_steps": 2, "output_type": "np", "return_dict": False}
+"""
+
+
+def _checkout(root: Path) -> Path:
+    shutil.copytree(installed_diffusers(), root / "src" / "diffusers", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("tests", "tests/models", "tests/models/transformers", "tests/pipelines"):
+        (root / package).mkdir(parents=True, exist_ok=True)
+        (root / package / "__init__.py").write_text("")
+    (root / "tests/models/transformers/test_models_transformer_latte.py").write_text(MODEL_TEST)
+    (root / "tests/pipelines/test_score_sde_ve.py").write_text(PIPELINE_TEST)
+    return root / "src" / "diffusers"
+
+
+def test_test_classes_that_configure_a_class_become_targets(tmp_path: Path) -> None:
+    _checkout(tmp_path)
+    specs = discover(tmp_path / "tests", covered={"DDPMPipeline"})
+    assert [(s.name, s.kind, s.classes, s.best_effort) for s in specs] == [
+        (
+            "tests/models/transformers/test_models_transformer_latte.py::LatteTransformerTesterConfig",
+            "model",
+            ("LatteTransformer3DModel",),
+            True,
+        ),
+        (
+            "tests/pipelines/test_score_sde_ve.py::ScoreSdeVePipelineFastTests",
+            "pipeline",
+            ("ScoreSdeVePipeline",),
+            True,
+        ),
+    ]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> VerifyReport:
+    src = _checkout(tmp_path_factory.mktemp("checkout"))
+    return verify(src, select=("DIF003", "DIF004"), paths=(src / LATTE, src / SCORE_SDE))
+
+
+def test_a_model_configured_by_a_checkout_test_is_verified(report: VerifyReport) -> None:
+    latte = next(t for t in report.targets if t.target.endswith("::LatteTransformerTesterConfig"))
+    assert (latte.verdict, latte.rules, latte.kind) == ("verified", ["DIF003"], "model")
+    assert (latte.repeated_blocks["before"]["found"], latte.repeated_blocks["after"]["found"]) == (0, 4)
+    assert latte.parity["exact"]
+
+
+def test_a_pipeline_configured_by_a_checkout_test_is_verified(report: VerifyReport) -> None:
+    score_sde = next(t for t in report.targets if t.target.endswith("::ScoreSdeVePipelineFastTests"))
+    assert (score_sde.verdict, score_sde.rules, score_sde.unit) == ("verified", ["DIF004"], "step")
+    assert score_sde.after["outputs"] < score_sde.before["outputs"]
+    assert score_sde.parity["exact"]

@@ -1,0 +1,73 @@
+"""`codemod verify --select DIF001` over the installed diffusers 0.42.1, through the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemods.project import installed_diffusers
+
+NUCLEUS = "models/transformers/transformer_nucleusmoe_image.py"
+
+
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, dict, str]:
+    out = tmp_path_factory.mktemp("cli-verify")
+    command = [sys.executable, "-m", "codemods", "verify", str(installed_diffusers()), "--select", "DIF001"]
+    command += ["--json", str(out / "report.json"), "--markdown", str(out / "report.md")]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1"}
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=out, env=environment)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed, json.loads((out / "report.json").read_text()), (out / "report.md").read_text()
+
+
+def _line_of(text: str) -> int:
+    source = (installed_diffusers() / NUCLEUS).read_text().splitlines()
+    return next(number for number, line in enumerate(source, start=1) if text in line)
+
+
+def test_the_json_report_names_the_device_versions_and_changed_files(verified) -> None:
+    _, report, _ = verified
+    assert (report["device"], report["select"], report["exit_code"]) == ("emu", ["DIF001"], 0)
+    assert report["versions"]["diffusers"] == "0.42.1"
+    assert NUCLEUS in report["changed_files"]
+    assert report["summary"]["failed"] == report["summary"]["regressed"] == 0
+
+
+def test_nucleusmoe_text_rope_copy_per_forward_is_gone_with_bit_identical_outputs(verified) -> None:
+    _, report, _ = verified
+    nucleus = next(t for t in report["targets"] if t["target"] == "NucleusMoEImageTransformer2DModel")
+    assert (nucleus["verdict"], nucleus["rules"], nucleus["unit"]) == ("verified", ["DIF001"], "forward")
+    assert nucleus["after"]["h2d"] == nucleus["before"]["h2d"] - 1
+    copy_site = f"{NUCLEUS}:{_line_of('txt_freqs = self.pos_freqs.to(device)')}"
+    assert {"site": copy_site, "after_site": None, "before": {"h2d": 1}, "after": {}} in nucleus["site_changes"]
+    assert all(rewrite.startswith(f"{NUCLEUS}:") for rewrite in nucleus["rewrites"])
+    assert (nucleus["parity"]["exact"], nucleus["parity"]["max_abs_diff"]) == (True, 0.0)
+
+
+def test_every_target_of_the_run_is_verified_or_says_why_not(verified) -> None:
+    _, report, _ = verified
+    for target in report["targets"]:
+        assert target["verdict"] in ("verified", "unverified"), target
+        if target["verdict"] == "unverified":
+            assert target["error"], target
+
+
+def test_the_markdown_is_printed_and_written_with_the_command_to_reproduce(verified) -> None:
+    completed, _, markdown = verified
+    assert completed.stdout.strip() == markdown.strip()
+    assert "| `NucleusMoEImageTransformer2DModel` | DIF001 | forward | **" in markdown
+    assert f"codemod verify {installed_diffusers()} --select=DIF001 --device=emu" in markdown
+
+
+def test_a_directory_that_is_not_a_package_is_a_usage_error(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "codemods", "verify", str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 2
+    assert "not a package directory" in completed.stderr

@@ -1,0 +1,67 @@
+"""A worker runs one tree's targets in its own interpreter; a target's failure costs only that target."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.verify.changes import rewrite_copy
+from bot.verify.protocol import WorkerRequest
+from bot.verify.runner import run_tree
+from codemods.project import installed_diffusers
+
+
+def test_each_target_gets_its_own_result_and_a_failing_one_does_not_stop_the_rest(tmp_path: Path) -> None:
+    request = WorkerRequest(str(installed_diffusers()), "emu", ["NoSuchTarget", "SanaWMRotaryPosEmbed"], str(tmp_path))
+    missing, rope = run_tree(request)
+    assert (missing["ok"], missing["error"].split(":")[0]) == (False, "KeyError")
+    assert (rope["ok"], rope["unit"], rope["units"]) == (True, "forward", 1)
+    assert rope["census"]["counts"] == {"h2d": 1, "d2h": 0, "sync": 0}
+    assert Path(rope["outputs_file"]).is_file()
+
+
+def test_a_worker_that_dies_fails_its_target_with_what_it_printed(tmp_path: Path) -> None:
+    package = tmp_path / "tree" / "diffusers"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise ImportError('this tree is broken')\n")
+    request = WorkerRequest(str(package), "emu", ["SanaWMRotaryPosEmbed"], str(tmp_path / "out"))
+    (result,) = run_tree(request)
+    assert result["ok"] is False
+    assert result["error"].startswith("worker exited while running this target: ")
+    assert "ImportError: this tree is broken" in result["error"]
+
+
+def test_on_the_cpu_there_is_no_census_but_outputs_are_kept(tmp_path: Path) -> None:
+    request = WorkerRequest(str(installed_diffusers()), "cpu", ["SanaWMRotaryPosEmbed"], str(tmp_path))
+    (rope,) = run_tree(request)
+    assert (rope["ok"], rope["census"], rope["outputs_built"]["count"]) == (True, None, 0)
+    assert Path(rope["outputs_file"]).is_file()
+
+
+def test_compile_checks_see_what_dif004_and_dif003_change(tmp_path: Path) -> None:
+    # The eager backend keeps this quick: graph breaks are dynamo's to find, whatever compiles the graph.
+    files = ("pipelines/ddpm/pipeline_ddpm.py", "models/transformers/pixart_transformer_2d.py")
+    src = installed_diffusers()
+    changes = rewrite_copy(src, tmp_path, select=("DIF003", "DIF004"), paths=tuple(src / f for f in files))
+    assert changes.changed_files == sorted(files)
+    checks = {"DDPMPipeline": ["fullgraph"], "PixArtTransformer2DModel": ["repeated_blocks"]}
+    sides = {}
+    for tree in ("original", "rewritten"):
+        package = str(getattr(changes, tree))
+        request = WorkerRequest(
+            package, "emu", list(checks), str(tmp_path / tree), checks=checks, compile_backend="eager"
+        )
+        sides[tree] = run_tree(request)
+    (ddpm_before, pixart_before), (ddpm_after, pixart_after) = sides["original"], sides["rewritten"]
+    # `self.unet(image, t).sample` makes the compiled UNet build its output dataclass: a graph break.
+    assert ddpm_before["compile"]["fullgraph"] == {
+        "status": "failed",
+        "detail": "Unsupported: Unexpected type in sourceless builder",
+    }
+    assert (ddpm_after["compile"]["fullgraph"]["status"], ddpm_after["compile"]["fullgraph"]["max_abs_diff"]) == (
+        "passed",
+        0.0,
+    )
+    assert pixart_before["compile"]["repeated_blocks"]["detail"].startswith(
+        "ValueError: `_repeated_blocks` attribute is empty."
+    )
+    assert pixart_after["compile"]["repeated_blocks"]["status"] == "passed"

@@ -1,0 +1,119 @@
+"""`verify()` end to end on real diffusers trees: the original and the rewritten copy, side by side.
+
+QwenImage before diffusers #13406 (the fixture: installed 0.42.1 with that PR's hunks reverted)
+copied its RoPE table to the device on every forward; our DIF001 rewrite must take that copy
+away with bit-identical outputs. The installed 0.42.1 still has the pattern in NucleusMoE
+(see test_cli_verify.py), and a scheduler lookup on the first step that DIF005 removes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bot.verify import verify
+from bot.verify.report import TargetResult, VerifyReport
+from codemods.project import installed_diffusers
+from codemods.rules import all_rules
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "verify"
+QWEN = "models/transformers/transformer_qwenimage.py"
+
+
+def _copy_installed(destination: Path) -> Path:
+    package = destination / "diffusers"
+    shutil.copytree(installed_diffusers(), package, ignore=shutil.ignore_patterns("__pycache__"))
+    return package
+
+
+def _apply_unified_diff(text: str, patch: str) -> str:
+    """Apply a unified diff whose context must match exactly (no fuzz, no offsets beyond the header's)."""
+    lines, out, position = text.splitlines(keepends=True), [], 0
+    hunks = patch.split("\n@@ ")[1:]
+    for hunk in hunks:
+        header, _, body = hunk.partition("\n")
+        start = int(header.split()[0][1:].split(",")[0]) - 1
+        out += lines[position:start]
+        position = start
+        for line in body.splitlines(keepends=True):
+            if line.startswith((" ", "-")):
+                assert lines[position][:-1] == line[1:].rstrip("\n"), f"context mismatch at line {position + 1}"
+                position += 1
+                if line.startswith(" "):
+                    out.append(lines[position - 1])
+            elif line.startswith("+"):
+                out.append(line[1:] if line.endswith("\n") else line[1:] + "\n")
+    return "".join(out + lines[position:])
+
+
+def _target(report: VerifyReport, name: str) -> TargetResult:
+    return next(t for t in report.targets if t.target == name)
+
+
+def test_the_fixture_is_the_installed_file_with_pr_13406_reverted() -> None:
+    installed = (installed_diffusers() / QWEN).read_text()
+    patch = (FIXTURES / "qwenimage_before_13406.patch").read_text()
+    reverted = (FIXTURES / "transformer_qwenimage_before_13406.py").read_text()
+    assert _apply_unified_diff(installed, patch) == reverted, "".join(
+        difflib.unified_diff(_apply_unified_diff(installed, patch).splitlines(True), reverted.splitlines(True))
+    )
+
+
+@pytest.fixture(scope="module")
+def qwen_before_13406(tmp_path_factory: pytest.TempPathFactory) -> VerifyReport:
+    package = _copy_installed(tmp_path_factory.mktemp("qwen-before-13406"))
+    shutil.copyfile(FIXTURES / "transformer_qwenimage_before_13406.py", package / QWEN)
+    return verify(package, select=("DIF001",), paths=(package / QWEN,))
+
+
+def test_qwenimage_rope_copy_per_forward_goes_away_with_bit_identical_outputs(qwen_before_13406: VerifyReport) -> None:
+    result = _target(qwen_before_13406, "QwenImageTransformer2DModel")
+    assert (result.verdict, result.rules, result.unit) == ("verified", ["DIF001"], "forward")
+    assert result.before["h2d"] >= 1
+    assert result.after["h2d"] == result.before["h2d"] - 1
+    # The one copy that went away is QwenEmbedRope's `self.pos_freqs.to(device)`; nothing new appeared.
+    assert result.site_changes == [
+        {"site": f"{QWEN}:287", "after_site": None, "before": {"h2d": 1}, "after": {}},
+    ]
+    assert (result.parity["exact"], result.parity["max_abs_diff"], result.parity["tolerance"]) == (True, 0.0, 0.0)
+
+
+def test_qwenimage_layered_rope_is_verified_too(qwen_before_13406: VerifyReport) -> None:
+    result = _target(qwen_before_13406, "QwenImageTransformer2DModel[layer3d_rope]")
+    assert result.verdict == "verified"
+    assert [change["before"] for change in result.site_changes] == [{"h2d": 1}]
+    assert result.parity["exact"]
+
+
+def test_every_qwenimage_rewrite_is_credited_to_a_target(qwen_before_13406: VerifyReport) -> None:
+    assert qwen_before_13406.changed_files == [QWEN]
+    assert [t.verdict for t in qwen_before_13406.targets if t.verdict != "verified"] == []
+    assert qwen_before_13406.exit_code() == 0
+
+
+def test_dif005_removes_the_first_step_index_lookup_in_stable_diffusion(tmp_path: Path) -> None:
+    pipeline = installed_diffusers() / "pipelines" / "stable_diffusion" / "pipeline_stable_diffusion.py"
+    report = verify(installed_diffusers(), select=("DIF005",), paths=(pipeline,), work_dir=tmp_path)
+    result = _target(report, "StableDiffusionPipeline")
+    assert (result.verdict, result.rules, result.unit) == ("verified", ["DIF005"], "step")
+    # nonzero() and item() in index_for_timestep, once per call of 3 steps.
+    assert (result.before["sync"], result.after["sync"]) == (round(2 / 3, 4), 0.0)
+    assert result.parity["exact"]
+
+
+@pytest.mark.skipif("DIF002" not in {rule.code for rule in all_rules()}, reason="DIF002 is not in codemods/rules yet")
+def test_dif002_keeps_a_scheduler_step_free_of_copies_and_syncs() -> None:
+    report = verify(installed_diffusers(), select=("DIF002",), paths=(installed_diffusers() / "schedulers",))
+    if not report.changed_files:
+        pytest.skip(f"DIF002 rewrites no scheduler of diffusers 0.42.1 yet (engine errors: {report.errors})")
+    schedulers = [t for t in report.targets if t.kind == "scheduler"]
+    assert schedulers, f"no scheduler target runs what DIF002 rewrote: {report.changed_files}"
+    for result in schedulers:
+        assert result.verdict == "verified", (result.target, result.error, result.notes)
+        assert sum(result.after[k] for k in ("h2d", "d2h", "sync")) < sum(
+            result.before[k] for k in ("h2d", "d2h", "sync")
+        )
+        assert result.parity["exact"]
