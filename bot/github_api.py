@@ -1,0 +1,121 @@
+"""PyGithub, configured for a bot that must never do a write twice.
+
+PyGithub's `GithubRetry` retries 5xx for every method, POST included: a create that GitHub
+performed but answered with a 502 would be sent again blindly. `BotRetry` keeps its handling of
+rate limits (403/429 mean "not done", so any method may retry) and of 5xx on reads and
+idempotent writes (GET, PUT, DELETE, PATCH), but hands a POST's 5xx or lost answer back to the
+caller, which looks up what happened before any second attempt (see `PullRequests.create`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import github
+import requests
+from github.GithubRetry import GithubRetry
+from urllib3.util.retry import Retry
+
+_RATE_LIMIT_WORDS = ("rate limit", "abuse")
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """How hard to retry and how politely to space requests (PyGithub's own defaults for spacing)."""
+
+    retries: int = 8
+    backoff_factor: float = 2.0  # seconds; doubled each retry
+    secondary_rate_wait: float = 60.0  # GitHub asks for at least a minute after a secondary limit
+    max_rate_limit_wait: float = 900.0  # wait at most this long for a primary limit to reset, else stop
+    seconds_between_requests: float | None = 0.25
+    seconds_between_writes: float | None = 1.0
+    timeout: float = 30.0
+    per_page: int = 100
+
+
+class BotRetry(GithubRetry):
+    """GithubRetry, except that a POST is never re-sent after a 5xx or a lost response."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allowed_methods", Retry.DEFAULT_ALLOWED_METHODS | {"GET", "POST", "PATCH"})
+        super().__init__(**kwargs)
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        if method == "POST" and status_code >= 500:
+            return False
+        return super().is_retry(method, status_code, has_retry_after)
+
+    def increment(self, method: str | None = None, url: str | None = None, *args: Any, **kwargs: Any) -> Retry:
+        error = kwargs.get("error", args[1] if len(args) > 1 else None)
+        if method == "POST" and error is not None and self._is_read_error(error):
+            raise error  # the request may have been served: the caller reconciles
+        return super().increment(method, url, *args, **kwargs)
+
+
+def connect(api_url: str, token: str | None, settings: ClientSettings) -> github.Github:
+    retry = BotRetry(
+        total=settings.retries,
+        backoff_factor=settings.backoff_factor,
+        secondary_rate_wait=settings.secondary_rate_wait,
+        max_rate_limit_wait=settings.max_rate_limit_wait,
+    )
+    return github.Github(
+        base_url=api_url,
+        auth=github.Auth.Token(token) if token else None,
+        retry=retry,
+        timeout=int(settings.timeout),
+        per_page=settings.per_page,
+        seconds_between_requests=settings.seconds_between_requests,
+        seconds_between_writes=settings.seconds_between_writes,
+    )
+
+
+class GitHubUnavailable(Exception):
+    """GitHub kept failing (5xx, rate limits, network) after the retries: the run stops where it is."""
+
+
+def unavailable_reason(error: BaseException) -> str | None:
+    """Why `error` means "stop talking to GitHub for now", or None if it is about one request only."""
+    if isinstance(error, requests.exceptions.RetryError):
+        return f"GitHub kept failing after retries ({_short(error)})"
+    if isinstance(error, requests.exceptions.RequestException):
+        return f"cannot reach GitHub ({type(error).__name__}: {_short(error)})"
+    if isinstance(error, github.RateLimitExceededException):
+        return f"GitHub rate limit exceeded ({_message(error)})"
+    if isinstance(error, github.BadCredentialsException):
+        return "GitHub rejected the token (401 Bad credentials): check the GITHUB_TOKEN secret"
+    if isinstance(error, github.GithubException):
+        if error.status >= 500 or error.status == 429:
+            return f"GitHub answered {error.status} ({_message(error)})"
+        if error.status == 403 and any(word in _message(error).lower() for word in _RATE_LIMIT_WORDS):
+            return f"GitHub rate limit exceeded ({_message(error)})"
+    return None
+
+
+def is_maybe_applied(error: BaseException) -> bool:
+    """A write that failed this way may still have been done by GitHub."""
+    if isinstance(error, requests.exceptions.RetryError):
+        return True
+    if isinstance(error, (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError)):
+        return True
+    return isinstance(error, github.GithubException) and error.status >= 500
+
+
+def error_message(error: BaseException) -> str:
+    if isinstance(error, github.GithubException):
+        return f"GitHub answered {error.status}: {_message(error)}"
+    return f"{type(error).__name__}: {_short(error)}"
+
+
+def _message(error: github.GithubException) -> str:
+    data = error.data if isinstance(error.data, dict) else {}
+    details = [
+        e.get("message") or f"{e.get('field')} {e.get('code')}" for e in data.get("errors", []) if isinstance(e, dict)
+    ]
+    return "; ".join([str(data.get("message") or error.status), *details])
+
+
+def _short(error: BaseException, limit: int = 300) -> str:
+    text = str(error)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

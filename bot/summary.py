@@ -1,0 +1,101 @@
+"""The run summary: every group found, what became of it and why (text for logs, JSON for machines)."""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class Outcome(str, enum.Enum):
+    OPENED = "opened"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"  # its open PR already holds this fix
+    SKIPPED = "skipped"  # etiquette: closed, merged, proposed elsewhere, a human's branch
+    WAITING = "waiting"  # the open-PR cap is reached; a later run takes it
+    NOT_VERIFIED = "not-verified"  # the verifier's verdict was not `verified`
+    FAILED = "failed"  # this group hit an error (push rejected, a GitHub error on its request)
+    NOT_ATTEMPTED = "not-attempted"  # the run stopped before reaching it
+    WOULD_OPEN = "would-open"  # dry run
+    WOULD_UPDATE = "would-update"  # dry run
+
+
+@dataclass
+class GroupOutcome:
+    group_id: str
+    rule: str
+    families: list[str]
+    branch: str
+    fingerprint: str
+    files: list[str]
+    outcome: Outcome
+    reason: str = ""
+    pull_number: int | None = None
+    pull_url: str | None = None
+    verdict: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "outcome": self.outcome.value}
+
+
+@dataclass
+class RunSummary:
+    repo: str
+    base: str | None = None
+    base_sha: str | None = None
+    dry_run: bool = False
+    groups: list[GroupOutcome] = field(default_factory=list)
+    engine_errors: list[str] = field(default_factory=list)
+    stopped: str | None = None  # why the run ended early
+    bodies_dir: str | None = None  # where the PR bodies were written
+
+    def counts(self) -> dict[str, int]:
+        counts = {outcome.value: 0 for outcome in Outcome}
+        for group in self.groups:
+            counts[group.outcome.value] += 1
+        return {name: n for name, n in counts.items() if n or name in ("opened", "updated", "skipped")}
+
+    def verified(self) -> int:
+        return sum(g.verdict == "verified" for g in self.groups)
+
+    def exit_code(self) -> int:
+        """0: every group was handled (whatever the verdict or etiquette said); 1: stopped early or a group failed."""
+        failed = any(g.outcome in (Outcome.FAILED, Outcome.NOT_ATTEMPTED) for g in self.groups)
+        return 1 if self.stopped or failed else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "base": self.base,
+            "base_sha": self.base_sha,
+            "dry_run": self.dry_run,
+            "counts": {"groups": len(self.groups), "verified": self.verified(), **self.counts()},
+            "groups": [g.to_json() for g in self.groups],
+            "engine_errors": self.engine_errors,
+            "stopped": self.stopped,
+            "bodies_dir": self.bodies_dir,
+            "exit_code": self.exit_code(),
+        }
+
+    def write_json(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=2) + "\n")
+
+    def text(self) -> str:
+        at = f" @ {self.base} ({self.base_sha[:10]})" if self.base and self.base_sha else ""
+        lines = [f"codemod bot: {self.repo}{at}{' [dry run]' if self.dry_run else ''}"]
+        counts = ", ".join(f"{n} {name}" for name, n in self.counts().items())
+        lines.append(f"{len(self.groups)} fix group(s), {self.verified()} verified in this run: {counts}")
+        width = max((len(g.outcome.value) for g in self.groups), default=0)
+        for g in self.groups:
+            pull = f" #{g.pull_number}" if g.pull_number else ""
+            reason = f": {g.reason}" if g.reason else ""
+            lines.append(f"  {g.outcome.value:<{width}}  {g.rule} {g.families[0]}{pull} [{g.branch}]{reason}")
+        lines += [f"engine error: {error}" for error in self.engine_errors]
+        if self.bodies_dir:
+            lines.append(f"PR bodies: {self.bodies_dir}")
+        if self.stopped:
+            lines.append(f"stopped early: {self.stopped}")
+        return "\n".join(lines)

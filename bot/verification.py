@@ -1,0 +1,139 @@
+"""Verifying a fix group with `bot.verify.verify`, and the record of it that travels between jobs.
+
+The verifier is a parameter (the `Verifier` protocol) so the bot's own tests can hand in a
+stand-in; production imports the real one lazily (it imports torch and diffusers).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from bot.groups import PACKAGE_DIR, FixGroup
+
+VERIFIED = "verified"
+# When targets disagree, the group takes the worst verdict present.
+_WORST_FIRST = ("regressed", "failed", "unverified", "no-gain")
+
+
+class Verifier(Protocol):
+    def __call__(
+        self,
+        src: Path,
+        *,
+        select: tuple[str, ...] | None = None,
+        paths: tuple[Path, ...] | None = None,
+        device: str = "emu",
+        work_dir: Path | None = None,
+        compile: bool = False,
+        tolerance: float = 1e-4,
+        progress: Callable[..., None] | None = None,
+    ) -> Any: ...
+
+
+def real_verifier() -> Verifier:
+    from bot.verify import verify
+
+    return verify
+
+
+@dataclass(frozen=True)
+class Verification:
+    group_id: str
+    fingerprint: str
+    device: str
+    verdict: str  # "verified" lets the group go on; anything else is listed with `reason`
+    reason: str
+    markdown: str  # the verifier's table and parity numbers, for the PR body
+    targets: list[dict[str, Any]] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def verified(self) -> bool:
+        return self.verdict == VERIFIED
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(asdict(self), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> Verification:
+        return cls(**json.loads(path.read_text()))
+
+
+def group_verdict(verdicts: list[str]) -> str:
+    """`verified` when every target kept parity (verified or no-gain) and at least one gained."""
+    if not verdicts:
+        return "unverified"
+    if all(v in (VERIFIED, "no-gain") for v in verdicts) and VERIFIED in verdicts:
+        return VERIFIED
+    return next(v for v in (*_WORST_FIRST, *verdicts) if v in verdicts)
+
+
+def verify_group(
+    verifier: Verifier,
+    repo_root: Path,
+    group: FixGroup,
+    *,
+    device: str,
+    work_dir: Path,
+    compile: bool,
+    reproduce: str,
+) -> Verification:
+    src = (repo_root / PACKAGE_DIR).resolve()
+    paths = tuple(sorted((repo_root / path).resolve() for path in group.files))
+    base = {"group_id": group.id, "fingerprint": group.fingerprint, "device": device}
+    try:
+        report = verifier(src, select=(group.rule,), paths=paths, device=device, work_dir=work_dir, compile=compile)
+        markdown = report.to_markdown(reproduce)
+        as_json = report.to_json()
+    except Exception as crash:  # the verifier's failure is this group's verdict, not the run's end
+        return Verification(
+            **base, verdict="failed", reason=f"the verifier failed: {type(crash).__name__}: {crash}", markdown=""
+        )
+    targets = [
+        {
+            "target": t.target,
+            "verdict": t.verdict,
+            "rules": list(t.rules),
+            "rewrites": list(t.rewrites),
+            "error": t.error,
+        }
+        for t in report.targets
+    ]
+    verdict = group_verdict([t["verdict"] for t in targets])
+    expected = {Path(path).relative_to(PACKAGE_DIR).as_posix() for path in group.files}
+    rewritten = {_package_relative(path, src) for path in report.changed_files}
+    if rewritten and rewritten != expected:
+        verdict, reason = "failed", f"the verifier rewrote {sorted(rewritten)}, the plan {sorted(expected)}"
+    else:
+        reason = _reason(verdict, targets)
+    return Verification(**base, verdict=verdict, reason=reason, markdown=markdown, targets=targets, report=as_json)
+
+
+def _package_relative(path: str, src: Path) -> str:
+    candidate = Path(path)
+    if candidate.is_absolute() and candidate.is_relative_to(src):
+        return candidate.relative_to(src).as_posix()
+    text = candidate.as_posix()
+    return text.split(f"{PACKAGE_DIR}/", 1)[-1]
+
+
+def _reason(verdict: str, targets: list[dict[str, Any]]) -> str:
+    if verdict == VERIFIED:
+        return f"{sum(t['verdict'] == VERIFIED for t in targets)} of {len(targets)} target(s) verified"
+    if not targets:
+        return "no target exercises the rewritten code"
+    worst = [t for t in targets if t["verdict"] == verdict] or targets
+    details = "; ".join(
+        f"{t['target']}: {t['verdict']}" + (f" ({_clip(t['error'])})" if t["error"] else "") for t in worst[:3]
+    )
+    return f"{verdict}: {details}"
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
