@@ -40,8 +40,13 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -q
 
-benchmark: install
-	$(BIN)/python benchmarks/run.py
+# TorchFix and Fixit pin libcst/click versions that clash with ours: they get their own venv.
+.venv-bench/bin/fixit:
+	$(PYTHON) -m venv .venv-bench
+	.venv-bench/bin/python -m pip install --quiet "torchfix==0.7.0" "fixit==2.2.1"
+
+benchmark: install .venv-bench/bin/fixit
+	$(BIN)/python benchmarks/run.py --profile
 
 clean:
-	rm -rf $(VENV) demo .codemod_cache .pytest_cache
+	rm -rf $(VENV) .venv-bench demo .codemod_cache .pytest_cache

@@ -16,7 +16,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Iterable
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,16 @@ def digest(path: str, data: bytes) -> str:
     return hashlib.blake2b(path.encode() + b"\0" + data, digest_size=16).hexdigest()
 
 
+@cache
+def tool_digest() -> str:
+    """The tool's own source: a cache made by other code (a fixed rule, an upgrade) is never reused."""
+    package = Path(__file__).resolve().parent
+    hasher = hashlib.blake2b(__version__.encode(), digest_size=16)
+    for path in sorted(package.rglob("*.py")):
+        hasher.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    return hasher.hexdigest()
+
+
 def run_key(digests: Iterable[tuple[str, str]]) -> str:
     return hashlib.blake2b(repr(sorted(digests)).encode(), digest_size=16).hexdigest()
 
@@ -40,7 +50,7 @@ def run_key(digests: Iterable[tuple[str, str]]) -> str:
 class ScanCache:
     def __init__(self, directory: Path | None, key: str) -> None:
         self._directory = directory
-        name = hashlib.blake2b(f"{__version__}|{key}".encode(), digest_size=12).hexdigest()
+        name = hashlib.blake2b(f"{tool_digest()}|{key}".encode(), digest_size=12).hexdigest()
         self._index_path = directory / f"index-{name}.pickle" if directory else None
         self._scans_path = directory / f"scan-{name}.pickle" if directory else None
         self._stats: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime_ns, content digest)

@@ -129,6 +129,12 @@ class _progress:
             self._bar.stop()
 
 
+# `codemod bot ...`: bot.cli imports only typer; PyGithub and torch load when a bot command runs.
+from bot.cli import bot_app  # noqa: E402
+
+app.add_typer(bot_app)
+
+
 @app.command()
 def rules() -> None:
     """List every rule: code, name, fix safety, summary."""
@@ -151,6 +157,76 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. DIF004."
     rule = rule_class(code)
     print(f"# {rule.code} {rule.name}\n\n{rule.summary}\n\nFix: {rule.fix_safety.value}\n")
     print(rule.documentation())
+
+
+class VerifyDevice(str, Enum):
+    emu = "emu"
+    cuda = "cuda"
+    cpu = "cpu"
+
+
+VERIFY_EXIT_CODES = """\
+Exit codes: 0 nothing regressed or failed (changes may be verified, no-gain or unverified);
+1 a change regressed or failed; 2 an error (bad arguments, a tree that is not a package)."""
+
+
+@app.command(epilog=VERIFY_EXIT_CODES)
+def verify(
+    src: Annotated[Path, typer.Argument(metavar="SRC", help="A diffusers package directory (…/src/diffusers).")],
+    select: Annotated[
+        list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes (comma-separated or repeated).")
+    ] = None,
+    path: Annotated[
+        list[Path] | None, typer.Option("--path", metavar="PATH", help="Only let the engine rewrite these files.")
+    ] = None,
+    device: Annotated[
+        VerifyDevice, typer.Option(help="emu: emulated accelerator census; cuda: profiler census; cpu: parity only.")
+    ] = VerifyDevice.emu,
+    json_file: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Write the JSON report here.")] = None,
+    markdown_file: Annotated[
+        Path | None, typer.Option("--markdown", metavar="FILE", help="Write the PR-body Markdown here.")
+    ] = None,
+    compile_: Annotated[
+        bool, typer.Option("--compile", help="Also try torch.compile(fullgraph=True) checks (slow on CPU).")
+    ] = False,
+    tolerance: Annotated[float, typer.Option(min=0.0, help="Max abs diff allowed where bit-identity is not required.")] = 1e-4,
+    work_dir: Annotated[
+        Path | None, typer.Option("--work-dir", metavar="DIR", help="Keep the trees, traces and outputs here.")
+    ] = None,
+) -> None:
+    """Rewrite a copy of SRC, run each change's target on both trees, and report copies, syncs and parity."""
+    import shlex
+
+    from bot.verify import verify as run_verify  # torch and diffusers stay out of the static commands
+
+    if not (src / "__init__.py").is_file():
+        raise UsageError(f"{src}: not a package directory (expected …/diffusers with an __init__.py)")
+    codes = _codes(select)
+    reproduce = ["codemod", "verify", str(src), *(f"--select={code}" for code in codes or ())]
+    reproduce += [f"--path={p}" for p in path or ()]
+    reproduce += [f"--device={device.value}"] + (["--compile"] if compile_ else [])
+    if tolerance != 1e-4:
+        reproduce.append(f"--tolerance={tolerance:g}")
+    report = run_verify(
+        src,
+        select=codes,
+        paths=tuple(path) if path else None,
+        device=device.value,
+        work_dir=work_dir,
+        compile=compile_,
+        tolerance=tolerance,
+        progress=lambda message: print(f"verify: {message}", file=sys.stderr),
+    )
+    markdown = report.to_markdown(shlex.join(reproduce))
+    if json_file is not None:
+        import json
+
+        json_file.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    if markdown_file is not None:
+        markdown_file.write_text(markdown)
+    print(markdown)
+    print(f"verify: {report.counts()} in {report.seconds:.0f} s", file=sys.stderr)
+    raise typer.Exit(report.exit_code())
 
 
 def main() -> None:

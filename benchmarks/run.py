@@ -1,0 +1,139 @@
+"""Speed of `codemod` on the whole installed diffusers, side by side with a bare parse and other tools.
+
+    python benchmarks/run.py [--runs 3] [--skip-slow] [--profile]
+
+Every command runs as a fresh process on a private copy of the tree and is timed wall-clock;
+the table shows medians of --runs runs and each median as a ratio to a bare `ast.parse` of the
+same files on two processes (the floor for anything that parses Python). TorchFix and Fixit
+(minutes per run) need their own environment, `.venv-bench` (`make benchmark` creates it);
+`--skip-slow` leaves them out. `--profile` adds where a cold `codemod run --check` spends its time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import importlib.util
+import io
+import os
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+BENCH_BIN = PROJECT / ".venv-bench" / "bin"
+
+PARSE = """
+import ast, sys, pathlib
+from multiprocessing import Pool
+def parse(path):
+    ast.parse(pathlib.Path(path).read_bytes())
+files = [str(p) for p in pathlib.Path(sys.argv[2]).rglob("*.py")]
+if sys.argv[1] == "1":
+    for f in files:
+        parse(f)
+else:
+    with Pool(int(sys.argv[1])) as pool:
+        pool.map(parse, files, chunksize=16)
+"""
+
+
+@dataclass
+class Measured:
+    name: str
+    seconds: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+
+def timed(command: list[str], env: dict[str, str] | None = None) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def measure(name: str, command: list[str], runs: int, env: dict[str, str] | None = None) -> Measured:
+    seconds = [timed(command, env) for _ in range(runs)]
+    print(f"  {name}: {', '.join(f'{s:.2f}' for s in seconds)} s", file=sys.stderr)
+    return Measured(name, seconds)
+
+
+def installed_diffusers() -> Path:
+    spec = importlib.util.find_spec("diffusers")
+    if spec is None or spec.origin is None:
+        sys.exit("benchmarks/run.py: diffusers is not installed in this environment (run `make install`)")
+    return Path(spec.origin).parent
+
+
+def profile_cold_run(tree: Path) -> str:
+    """Where one single-process cold `--check` spends its time (cumulative, top entries)."""
+    from codemods.engine import Mode, RunOptions, run
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run(RunOptions(paths=(tree,), mode=Mode.CHECK, jobs=1))
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(15)
+    return out.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--skip-slow", action="store_true", help="leave out TorchFix and Fixit (minutes per run)")
+    parser.add_argument("--profile", action="store_true", help="profile one cold run")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch) / "diffusers"
+        shutil.copytree(installed_diffusers(), tree, ignore=shutil.ignore_patterns("__pycache__"))
+        files = list(tree.rglob("*.py"))
+        lines = sum(p.read_bytes().count(b"\n") for p in files)
+        print(f"tree: diffusers (installed), {len(files)} files, {lines:,} lines; {os.cpu_count()} cores", file=sys.stderr)
+        cache = Path(scratch) / "cache"
+        warm_env = {"CODEMOD_CACHE_DIR": str(cache)}
+        codemod = [str(BIN / "codemod"), "run", "--check"]
+        hook_file = str(tree / "pipelines" / "t2i_adapter" / "pipeline_stable_diffusion_adapter.py")
+        subprocess.run([*codemod, str(tree)], env={**os.environ, **warm_env}, capture_output=True)  # prime
+
+        results = [
+            measure("ast.parse, 2 processes", [sys.executable, "-c", PARSE, "2", str(tree)], args.runs),
+            measure("ast.parse, 1 process", [sys.executable, "-c", PARSE, "1", str(tree)], args.runs),
+            measure("codemod --check, cold", [*codemod, "--no-cache", str(tree)], args.runs),
+            measure("codemod --check, warm cache", [*codemod, str(tree)], args.runs, warm_env),
+            measure("hook: codemod on 1 file, warm cache", [*codemod, hook_file], args.runs, warm_env),
+            measure("hook: codemod on 1 file, no cache", [*codemod, "--no-cache", hook_file], args.runs),
+            measure("ruff check --select ALL", [str(BIN / "ruff"), "check", "--select", "ALL", "--no-cache",
+                                                "--isolated", "--exit-zero", "--quiet", str(tree)], args.runs),
+        ]
+        if not args.skip_slow:
+            if not (BENCH_BIN / "torchfix").exists():
+                sys.exit("benchmarks/run.py: TorchFix/Fixit need .venv-bench (`make benchmark`), or pass --skip-slow")
+            results.append(measure("TorchFix 0.7.0", [str(BENCH_BIN / "torchfix"), str(tree)], args.runs))
+            results.append(measure("Fixit 2.2.1", [str(BENCH_BIN / "fixit"), "lint", str(tree)], args.runs))
+
+        floor = results[0].median
+        print("\n| command | median (s) | runs | ratio to ast.parse on 2 processes |\n|---|---:|---:|---:|")
+        for result in results:
+            print(f"| {result.name} | {result.median:.2f} | {len(result.seconds)} | {result.median / floor:.2f}x |")
+        cold, warm = results[2].median, results[3].median
+        print(f"\ncold codemod / 2-process parse: {cold / floor:.2f}x (target <= 3x)")
+        print(f"warm / cold: {warm / cold:.3f}x (target <= 0.1x), warm {warm:.2f} s (target < 1 s)")
+        print(f"hook on one file (warm cache): {results[4].median:.2f} s (target <= 0.5 s)")
+        if args.profile:
+            print("\nWhere a cold run spends its time (one process, cProfile, by own time):\n")
+            print(profile_cold_run(tree))
+
+
+if __name__ == "__main__":
+    main()
