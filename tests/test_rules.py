@@ -67,3 +67,9 @@ def test_unknown_code_is_a_clear_error() -> None:
         select_rules(("DIF999",))
     with pytest.raises(ConfigError, match="unknown rule code: XYZ"):
         rule_class("XYZ")
+
+
+def test_the_readme_rule_table_lists_every_rule() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for rule in RULES:
+        assert f"| {rule.code} | {rule.name} | {rule.fix_safety.value} | {rule.summary} |" in readme
