@@ -22,10 +22,11 @@ from codemods.config import Config, find_pyproject, load_config
 from codemods.discovery import discover
 from codemods.facts import FileFacts
 from codemods.findings import FileError, Finding, FixSafety
-from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root, parse_facts
+from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
 from codemods.rules import select_rules
 from codemods.rules.base import Rule
-from codemods.scan import Scan, ScanJob, run_scan_job
+from codemods.scan import Scan, ScanJob, file_facts, run_scan_job
+from codemods.source import SourceFile
 
 Progress = Callable[[str, int, int], None]
 
@@ -172,6 +173,8 @@ class _Run:
                 scans[path] = cached
             else:
                 pending.append(self.job(path))
+        # Largest first, in small chunks: the workers then finish together (no one left with the big files).
+        pending.sort(key=lambda job: -os.path.getsize(job.path))
         self.progress("scan", len(scans), len(self.files))
         for scan in self.map(run_scan_job, pending, "scan", already=len(scans), total=len(self.files)):
             scans[scan.path] = scan
@@ -185,7 +188,7 @@ class _Run:
         self.used_cache_keys.add(key)
         cached = self.cache.get(key)
         if cached is None:
-            cached = parse_facts(path, module, text)
+            cached, _ = file_facts(SourceFile(path, text, module), self.rules)
             self.cache.put(key, cached)
         return cached
 
@@ -196,7 +199,7 @@ class _Run:
                 yield function(job)
                 self.progress(phase, already + done, total)
             return
-        chunk = max(1, min(32, len(jobs) // (self.jobs * 8)))
+        chunk = max(1, min(8, len(jobs) // (self.jobs * 16)))
         with ProcessPoolExecutor(self.jobs, mp_context=get_context("fork"), initializer=_quiet_worker) as pool:
             for done, value in enumerate(pool.map(function, jobs, chunksize=chunk), start=1):
                 yield value

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from codemods.source import LineIndex, statements
 
@@ -82,6 +83,7 @@ class FileFacts:
     classes: dict[str, ClassFacts] = field(default_factory=dict)
     definitions: dict[str, tuple[int, int]] = field(default_factory=dict)  # qualname -> (start, end) lines
     copies: tuple[CopyBlock, ...] = ()
+    by_rule: dict[str, Any] = field(default_factory=dict)  # what rules gathered for findings elsewhere
 
 
 def extract_facts(path: str, module: str, text: str, tree: ast.Module) -> FileFacts:

@@ -52,22 +52,40 @@ def _rules(codes: tuple[str, ...]) -> list[Rule]:
 
 def scan_text(path: str, module: str, text: str, tree: TreeInfo, rules: list[Rule]) -> Scan:
     source = SourceFile(path, text, module)
-    try:
-        parsed = source.tree
-    except SyntaxError as error:
-        return Scan(path, [], None, FileError(path, f"syntax error: {error.msg}", error.lineno))
-    except ValueError as error:  # e.g. null bytes
-        return Scan(path, [], None, FileError(path, f"cannot parse: {error}"))
-    facts = extract_facts(path, module, text, parsed)
+    facts, error = file_facts(source, rules)
+    if facts is None:
+        return Scan(path, [], None, error)
     findings: list[Finding] = []
-    error = None
     for rule in rules:
         if not rule.trigger.search(text):
             continue
         try:
             found = list(rule.check(source, tree))
         except Exception as crash:  # a rule bug must not take the run (or the file) down with it
-            error = FileError(path, f"rule {rule.code} failed: {type(crash).__name__}: {crash}")
+            error = _rule_failed(path, rule, crash)
             continue
         findings.extend(f for f in found if not source.suppressed(f.code, f.line, f.end_line))
     return Scan(path, findings, facts, error)
+
+
+def file_facts(source: SourceFile, rules: list[Rule]) -> tuple[FileFacts | None, FileError | None]:
+    """The facts other files' findings may need: the tree's own, and those the selected rules gather."""
+    try:
+        parsed = source.tree
+    except SyntaxError as error:
+        return None, FileError(source.path, f"syntax error: {error.msg}", error.lineno)
+    except ValueError as error:  # e.g. null bytes
+        return None, FileError(source.path, f"cannot parse: {error}")
+    facts = extract_facts(source.path, source.module, source.text, parsed)
+    error = None
+    for rule in rules:
+        if rule.facts_trigger is not None and rule.facts_trigger.search(source.text):
+            try:
+                facts.by_rule[rule.code] = rule.collect_facts(source)
+            except Exception as crash:  # same contract as a crash in check
+                error = _rule_failed(source.path, rule, crash)
+    return facts, error
+
+
+def _rule_failed(path: str, rule: Rule, crash: Exception) -> FileError:
+    return FileError(path, f"rule {rule.code} failed: {type(crash).__name__}: {crash}")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from codemods.source import dotted_name
+from codemods.source import dotted_name, walk
 
 # torch.* calls that do not return a tensor.
 _NOT_TENSORS = {"device", "dtype", "Generator", "finfo", "iinfo", "Size", "get_default_dtype", "is_tensor", "no_grad"}
@@ -50,7 +50,7 @@ def class_attributes(cls: ast.ClassDef, functions: Mapping[str, ast.AST] = _NONE
     dynamic = False
     for method in methods.values():
         in_init = method is init
-        for node in ast.walk(method):
+        for node in walk(method):
             if isinstance(node, ast.Call):
                 name = _registered_by_call(node)
                 if name:

@@ -12,16 +12,20 @@ that one in branches (which may or may not run), and assignments later in an enc
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from codemods.source import dotted_name
+from codemods.source import child_nodes, dotted_name
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _BINDS_BODY = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.comprehension)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+# The fields of a compound statement that hold statements (its own expressions are the others).
+_BLOCK_ITEMS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,6 +52,8 @@ class FunctionBindings:
         # A branch that never runs on the path analysed (`if XLA_AVAILABLE:`): its body binds nothing.
         self.skip_branch = skip_branch
         self._reaching: dict[tuple[str, int], list[Binding]] = {}
+        self._blocks: dict[int, dict[int, str]] = {}
+        self._expressions: dict[int, dict[int, ast.AST]] = {}
 
     def of(self, name: str) -> list[Binding]:
         return self._all.get(name, [])
@@ -55,22 +61,26 @@ class FunctionBindings:
     def reaching(self, name: str, use: ast.AST | None) -> list[Binding]:
         """The bindings of `name` that may hold when `use` runs (all of them if `use` is not in the function)."""
         bindings = self.of(name)
-        if use is None or id(use) not in self._parents or not bindings:
+        chain = self._chain(use) if use is not None else None
+        if chain is None:
+            return bindings
+        # A comprehension's variables are seen only inside it, so only those around the use count.
+        bindings = sorted([*bindings, *_comprehension_bindings(name, chain)], key=self._where)
+        if not bindings:
             return bindings
         key = (name, id(use))
         if key not in self._reaching:
-            self._reaching[key] = self._reaching_at(name, use, bindings)
+            self._reaching[key] = self._reaching_at(use, chain, bindings)
         return self._reaching[key]
 
-    def _reaching_at(self, name: str, use: ast.AST, bindings: list[Binding]) -> list[Binding]:
-        chain = self._chain(use)
+    def _reaching_at(self, use: ast.AST, chain: list[ast.AST], bindings: list[Binding]) -> list[Binding]:
         at = _position(use)
         latest: Binding | None = None
         for binding in bindings:
             if self._dominates(binding, chain, at) and (latest is None or self._where(binding) >= self._where(latest)):
                 latest = binding
         start = self._where(latest) if latest is not None else (-1, -1)
-        loops = [node for node in chain if isinstance(node, _LOOPS) and _in_body(node, chain)]
+        loops = [node for node in chain if isinstance(node, _LOOPS) and self._in_body(node, chain)]
         found = [latest] if latest is not None else []
         for binding in bindings:
             if binding is latest or binding.owner is self.function:
@@ -88,37 +98,108 @@ class FunctionBindings:
     # -- structure ------------------------------------------------------------------------------
 
     @cached_property
-    def _parents(self) -> dict[int, ast.AST]:
+    def _statements(self) -> tuple[list[ast.AST], dict[int, ast.AST]]:
+        """The function's own statements (and `except` handlers), and each one's parent.
+
+        Only statements: nine nodes in ten are expressions, and parents for those are worked out
+        only inside a statement a use is asked about (`_expression_parents`). Nested scopes and
+        skipped branches get a parent but are not entered.
+        """
+        body = [self.function.body] if isinstance(self.function, ast.Lambda) else self.function.body
         parents: dict[int, ast.AST] = {}
-        body = [self.function.body] if isinstance(self.function, ast.Lambda) else self.function.body
-        for statement in body:
-            parents[id(statement)] = self.function
-        for node in self._own_nodes():
-            for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
-        return parents
-
-    def _own_nodes(self) -> Iterator[ast.AST]:
-        body = [self.function.body] if isinstance(self.function, ast.Lambda) else self.function.body
-        stack: list[ast.AST] = list(body)
+        nodes: list[ast.AST] = []
+        stack: list[tuple[ast.AST, ast.AST]] = [(statement, self.function) for statement in reversed(body)]
         while stack:
-            node = stack.pop()
-            yield node
-            if isinstance(node, ast.If) and self.skip_branch(node):
-                stack.append(node.test)
-                stack.extend(node.orelse)
+            node, parent = stack.pop()
+            parents[id(node)] = parent
+            if not isinstance(node, ast.stmt | ast.excepthandler | ast.match_case):
+                continue  # a Lambda's body expression
+            nodes.append(node)
+            if isinstance(node, _SCOPES):
                 continue
-            stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, _SCOPES))
+            skipped = isinstance(node, ast.If) and self.skip_branch(node)
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in reversed(getattr(node, field, None) or ()):
+                    if skipped and field == "body":
+                        parents[id(child)] = node
+                    else:
+                        stack.append((child, node))
+        return nodes, parents
 
-    def _chain(self, node: ast.AST) -> list[ast.AST]:
-        """`node`'s ancestors, innermost first, up to the function."""
+    def _expression_parents(self, statement: ast.AST) -> dict[int, ast.AST]:
+        """Parents of the expressions that belong to `statement` itself (not to the statements it holds)."""
+        if id(statement) not in self._expressions:
+            parents: dict[int, ast.AST] = {}
+            stack = [c for c in child_nodes(statement) if not isinstance(c, _BLOCK_ITEMS)]
+            for child in stack:
+                parents[id(child)] = statement
+            while stack:
+                node = stack.pop()
+                if isinstance(node, _SCOPES):
+                    continue
+                for child in child_nodes(node):
+                    parents[id(child)] = node
+                    stack.append(child)
+            self._expressions[id(statement)] = parents
+        return self._expressions[id(statement)]
+
+    def _chain(self, node: ast.AST) -> list[ast.AST] | None:
+        """`node`'s ancestors, innermost first, up to the function; None if `node` is not the function's own."""
+        statements, parents = self._statements
+        if id(node) in parents:
+            current = parents[id(node)]
+        else:
+            owner = self._statement_holding(node)
+            if owner is None:
+                return None
+            expressions = self._expression_parents(owner)
+            if id(node) not in expressions:
+                return None  # inside a nested scope of that statement
+            current = expressions[id(node)]
+            chain = []
+            while current is not owner:
+                if isinstance(current, _SCOPES):
+                    return None
+                chain.append(current)
+                current = expressions[id(current)]
+            return [node, *chain, *self._statement_chain(owner)]
+        return [node, *self._statement_chain(current)] if current is not self.function else [node, self.function]
+
+    def _statement_chain(self, statement: ast.AST) -> list[ast.AST]:
+        _, parents = self._statements
         chain = []
-        current = self._parents.get(id(node))
+        current: ast.AST | None = statement
         while current is not None and current is not self.function:
             chain.append(current)
-            current = self._parents.get(id(current))
+            current = parents.get(id(current))
         chain.append(self.function)
-        return [node, *chain]
+        return chain
+
+    def _statement_holding(self, node: ast.AST) -> ast.AST | None:
+        """The innermost own statement whose extent holds `node`.
+
+        Going back from the last statement that starts before `node`, the first one that also
+        ends after it is the innermost: anything between is a sibling or a child that ended before.
+        """
+        start = _position(node)
+        end = (getattr(node, "end_lineno", -1), getattr(node, "end_col_offset", -1))
+        candidates, starts = self._located
+        for position in range(bisect.bisect_right(starts, start) - 1, -1, -1):
+            statement = candidates[position]
+            if end <= (statement.end_lineno, statement.end_col_offset):
+                return statement
+        return None
+
+    @cached_property
+    def _located(self) -> tuple[list[ast.stmt], list[tuple[int, int]]]:
+        """The own statements a use can be in (nested scopes are not entered), sorted by where they start."""
+        located = sorted(
+            (s for s in self._statements[0] if not isinstance(s, (ast.match_case, *_SCOPES))), key=_position
+        )
+        return located, [_position(s) for s in located]
+
+    def _parent(self, node: ast.AST) -> ast.AST | None:
+        return self._statements[1].get(id(node))
 
     def _dominates(self, binding: Binding, chain: list[ast.AST], at: tuple[int, int]) -> bool:
         """Whether `binding` runs on every path to the use (before it, in a block that encloses it)."""
@@ -126,23 +207,39 @@ class FunctionBindings:
         if owner is self.function:
             return True
         if isinstance(owner, ast.comprehension):
-            return self._parents.get(id(owner)) in chain  # the comprehension's own element and conditions
+            return True  # only the comprehensions around the use are asked about
         if isinstance(owner, _BINDS_BODY) and owner in chain:
-            return _in_body(owner, chain)
+            return self._in_body(owner, chain)
         if _position(owner) >= at or owner in chain:
             return False
         block = self._block(owner)
         return block is not None and any(self._block(member) == block for member in chain if member is not owner)
 
     def _block(self, statement: ast.AST) -> tuple[int, str] | None:
-        parent = self._parents.get(id(statement))
+        parent = self._parent(statement)
         if parent is None:
             return None
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            block = getattr(parent, field, None)
-            if isinstance(block, list) and any(s is statement for s in block):
-                return id(parent), field
-        return None
+        field = self._fields_of(parent).get(id(statement))
+        return (id(parent), field) if field is not None else None
+
+    def _in_body(self, owner: ast.AST, chain: list[ast.AST]) -> bool:
+        """The use is in `owner`'s body (not in a loop's iterable or a `with`'s items)."""
+        if isinstance(owner, ast.comprehension):
+            return False  # the comprehension's element is a sibling, handled by its parent
+        position = chain.index(owner)
+        inner = chain[position - 1] if position > 0 else None
+        return inner is not None and self._fields_of(owner).get(id(inner)) in ("body", "orelse")
+
+    def _fields_of(self, parent: ast.AST) -> dict[int, str]:
+        """Which block of `parent` each of its statements is in (computed once per parent: bodies are long)."""
+        if id(parent) not in self._blocks:
+            self._blocks[id(parent)] = {
+                id(statement): field
+                for field in ("body", "orelse", "finalbody", "handlers", "cases")
+                if isinstance(getattr(parent, field, None), list)
+                for statement in getattr(parent, field)
+            }
+        return self._blocks[id(parent)]
 
     @cached_property
     def _all(self) -> dict[str, list[Binding]]:
@@ -157,7 +254,11 @@ class FunctionBindings:
         for argument in (arguments.vararg, arguments.kwarg):
             if argument is not None:
                 add(Binding(argument.arg, self.function, "python"))
-        for node in self._own_nodes():
+        for node in self._statements[0]:
+            if isinstance(node, ast.If | ast.While):
+                # The one place diffusers binds with `:=` (statements are walked, not expressions).
+                for walrus in (n for n in ast.walk(node.test) if isinstance(n, ast.NamedExpr)):
+                    _bind(walrus.target, node, "value", walrus.value, add)
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     _bind(target, node, "value", node.value, add)
@@ -167,9 +268,7 @@ class FunctionBindings:
                 name = _name(node.target)
                 if name:
                     add(Binding(name, node, "augmented", node.value, operator=node.op))
-            elif isinstance(node, ast.NamedExpr):
-                _bind(node.target, self._statement_of(node), "value", node.value, add)
-            elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            elif isinstance(node, ast.For | ast.AsyncFor):
                 _bind_loop(node.target, node.iter, node, add)
             elif isinstance(node, ast.With | ast.AsyncWith):
                 for item in node.items:
@@ -184,24 +283,25 @@ class FunctionBindings:
             bindings.sort(key=self._where)
         return found
 
-    def _statement_of(self, node: ast.AST) -> ast.AST:
-        current = node
-        while current is not None and not isinstance(current, ast.stmt):
-            current = self._parents.get(id(current))
-        return current or self.function
+
+
+def _comprehension_bindings(name: str, chain: list[ast.AST]) -> list[Binding]:
+    """Bindings of `name` by the comprehensions a use sits in."""
+    found: list[Binding] = []
+
+    def add(binding: Binding) -> None:
+        if binding.name == name:
+            found.append(binding)
+
+    for node in reversed(chain):
+        if isinstance(node, _COMPREHENSIONS):
+            for generator in node.generators:
+                _bind_loop(generator.target, generator.iter, generator, add)
+    return found
 
 
 def _position(node: ast.AST) -> tuple[int, int]:
     return getattr(node, "lineno", -1), getattr(node, "col_offset", -1)
-
-
-def _in_body(owner: ast.AST, chain: list[ast.AST]) -> bool:
-    """The use is in `owner`'s body (not in a loop's iterable or a `with`'s items)."""
-    inner = chain[chain.index(owner) - 1] if chain.index(owner) > 0 else None
-    if isinstance(owner, ast.comprehension):
-        return False  # the comprehension's element is a sibling, handled by its parent
-    body = [*getattr(owner, "body", []), *getattr(owner, "orelse", [])]
-    return any(statement is inner for statement in body)
 
 
 def _inside(node: ast.AST, loop: ast.AST) -> bool:

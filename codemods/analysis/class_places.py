@@ -17,7 +17,7 @@ from functools import cached_property
 from codemods.analysis.attributes import class_attributes
 from codemods.analysis.hot_paths import is_scheduler
 from codemods.analysis.placement import FunctionPlaces, Place, join
-from codemods.source import Ancestors, SourceFile, dotted_name
+from codemods.source import Ancestors, SourceFile, dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _MODULE_BASES = ("Module", "ModelMixin")
@@ -49,13 +49,11 @@ class ClassPlaces:
     def components(self) -> frozenset[str]:
         """Names registered with `self.register_modules(name=...)` (a pipeline's models and scheduler)."""
         found = set()
-        for node in ast.walk(self.cls):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "register_modules"
-            ):
-                found.update(k.arg for k in node.keywords if k.arg)
+        for method in self.methods.values():
+            for node in statements(method.body):  # the call is a statement of its own
+                call = node.value if isinstance(node, ast.Expr) else None
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "register_modules":
+                    found.update(k.arg for k in call.keywords if k.arg)
         return frozenset(found)
 
     def function(self, function: Function) -> FunctionPlaces:

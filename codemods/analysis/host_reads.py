@@ -47,8 +47,11 @@ class HostRead:
     kind: str  # item, tolist, numpy, cpu, nonzero, unique, mask, int, float, bool, compare, truth, minmax, tensor
 
 
+_TESTS = (ast.If, ast.While, ast.IfExp, ast.Assert)  # a tuple: `A | B` would build a union on every call
+
+
 def host_reads(node: ast.AST) -> Iterator[HostRead]:
-    if isinstance(node, ast.If | ast.While | ast.IfExp | ast.Assert):
+    if isinstance(node, _TESTS):
         yield from _truth_reads(node.test, node)
     elif isinstance(node, ast.comprehension):
         for condition in node.ifs:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from codemods.source import Ancestors, SourceFile, dotted_name
+from codemods.source import Ancestors, SourceFile, child_nodes, dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -74,6 +74,8 @@ class HotPaths:
 
     functions: set[int] = field(default_factory=set)  # id() of hot function nodes
     loops: set[int] = field(default_factory=set)  # id() of denoising loop nodes
+    # (first, last) lines of the hot functions and loops: rules that only report hot code search these.
+    ranges: list[tuple[int, int]] = field(default_factory=list)
 
     def is_hot(self, ancestors: Ancestors, node: ast.AST | None = None) -> bool:
         """Whether `node` (with its ancestors) runs per call/step and not in a cold branch."""
@@ -102,14 +104,14 @@ class HotPaths:
 
 def hot_paths(source: SourceFile) -> HotPaths:
     """The module's hot code (see the module docstring), computed once per file."""
-    return source.memo("hot_paths", lambda: _analyse(source.tree))
+    return source.memo("hot_paths", lambda: _analyse(source))
 
 
-def _analyse(tree: ast.Module) -> HotPaths:
+def _analyse(source: SourceFile) -> HotPaths:
     paths = HotPaths()
-    module_functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    module_functions = {n.name: n for n in source.tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     worklist: list[tuple[Function, dict[str, Function]]] = []
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+    for cls in source.classes:
         methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
         entries = set(_HOT_ENTRY_METHODS)
         if is_scheduler(cls):
@@ -118,24 +120,27 @@ def _analyse(tree: ast.Module) -> HotPaths:
             entries |= _PROCESSOR_ENTRY_METHODS
         worklist.extend((methods[name], methods) for name in entries if name in methods)
         for method in methods.values() if not is_scheduler(cls) else ():
-            for loop in (n for n in ast.walk(method) if is_denoising_loop(n)):
+            for loop in (n for n in statements(method.body) if is_denoising_loop(n)):
                 paths.loops.add(id(loop))
+                paths.ranges.append((loop.lineno, loop.end_lineno or loop.lineno))
                 worklist.extend((callee, methods) for callee in _callees(loop.body, methods, module_functions))
     while worklist:
         function, methods = worklist.pop()
         if id(function) in paths.functions or is_cached(function) or function.name == "__init__":
             continue
         paths.functions.add(id(function))
+        paths.ranges.append((function.lineno, function.end_lineno or function.lineno))
         worklist.extend((callee, methods) for callee in _callees(function.body, methods, module_functions))
-        # Helpers defined inside a hot function (`def apply_rotary_emb(...)` in a processor) run with it.
-        worklist.extend((inner, methods) for inner in _nested_functions(function))
     return paths
 
 
 def _callees(body: list[ast.stmt], methods: dict[str, Function], module_functions: dict[str, Function]) -> list[Function]:
-    """Functions of this module called from `body` outside cold branches: `self.m(...)` and `f(...)`."""
+    """What `body` runs outside cold branches: `self.m(...)` and `f(...)` of this module, and the helpers
+    defined inside it (`def apply_rotary_emb(...)` in a processor runs with it)."""
     found = []
     for node in _hot_nodes(body):
+        if isinstance(node, _FUNCTIONS):
+            found.append(node)
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -147,8 +152,8 @@ def _callees(body: list[ast.stmt], methods: dict[str, Function], module_function
     return found
 
 
-def _nested_functions(function: Function) -> list[Function]:
-    return [n for n in _hot_nodes(function.body) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (*_FUNCTIONS, ast.ClassDef)
 
 
 def _hot_nodes(body: list[ast.stmt]):
@@ -160,8 +165,8 @@ def _hot_nodes(body: list[ast.stmt]):
             stack.append(node.test)
             stack.extend(s for s in node.body if not _in_cold_branch(node, s))
             stack.extend(s for s in node.orelse if not _in_cold_branch(node, s))
-        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            stack.extend(ast.iter_child_nodes(node))
+        elif not isinstance(node, _SCOPES):
+            stack.extend(child_nodes(node))
 
 
 def _in_cold_branch(branch: ast.If, child: ast.AST) -> bool:

@@ -33,11 +33,19 @@ class Rule:
     fix_safety: ClassVar[FixSafety]  # the most a finding of this rule can offer
     # Lines matching this are the only places the rule looks at; a file with none is never parsed for it.
     trigger: ClassVar[re.Pattern[str]]
+    # Facts about a file that this rule's `resolve` needs to judge findings in *other* files (a
+    # pipeline's use of its scheduler's sigmas, for a scheduler finding). Gathered while scanning,
+    # in the worker and cached with the scan, only from files where this pattern occurs.
+    facts_trigger: ClassVar[re.Pattern[str] | None] = None
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[Example, ...]] = ()
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterable[Finding]:
         raise NotImplementedError
+
+    def collect_facts(self, source: SourceFile) -> Any:
+        """This file's facts for `resolve` (called where `facts_trigger` occurs); stored in `FileFacts.by_rule`."""
+        return None
 
     def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
         """Confirm what the check could not see from one file (finding.requires); None drops the finding."""

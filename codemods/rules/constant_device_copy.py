@@ -104,7 +104,7 @@ class ConstantDeviceCopy(Rule):
                     "every call; build it once (in `__init__`, cached per device)",
                     not_fixed_reason="a constant built per call has no single home to cache it in; move it by hand",
                 )
-        classes = {n.name: n for n in ast.walk(source.tree) if isinstance(n, ast.ClassDef)}
+        classes = {n.name: n for n in source.classes}
         for cls, class_sites in sites.items():
             yield from self._check_class(source, tree, cls, class_sites, classes)
 

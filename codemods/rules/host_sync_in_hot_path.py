@@ -97,7 +97,7 @@ class HostSyncInHotPath(Rule):
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         hot = hot_paths(source)
         seen: set[tuple[int, int]] = set()
-        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):
+        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger, within=hot.ranges)):
             reads = list(host_reads(node))
             if not reads:
                 continue

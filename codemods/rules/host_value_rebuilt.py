@@ -83,7 +83,7 @@ class HostValueRebuilt(Rule):
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         hot = hot_paths(source)
-        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):
+        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger, within=hot.ranges)):
             if _is_move(node):
                 finding = self._moved_host_value(source, node, ancestors, hot)
                 if finding is not None:

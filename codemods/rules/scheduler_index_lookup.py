@@ -12,7 +12,7 @@ from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import SourceFile, dotted_name
+from codemods.source import SourceFile, dotted_name, statements
 
 if TYPE_CHECKING:
     import libcst
@@ -91,21 +91,22 @@ class SchedulerIndexLookup(Rule):
     name = "scheduler-index-lookup"
     summary = "first `scheduler.step()` looks up its index with `nonzero().item()`; call `set_begin_index(0)`"
     fix_safety = FixSafety.UNSAFE
-    trigger = re.compile(r"\bscheduler\.step\(")
+    trigger = re.compile(r"scheduler\.step\(")  # no leading \b: a literal prefix searches fast
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         lines = source.lines_matching(self.trigger)
         classes = [n for n, _ in source.walk_lines(lines) if isinstance(n, ast.ClassDef)]
         for cls in classes:
-            if is_scheduler(cls) or _sets_begin_index(cls):
+            if is_scheduler(cls) or ("set_begin_index" in source.text and _sets_begin_index(cls)):
                 continue
             types = attribute_types(cls).get("scheduler")
             if not types:
                 continue  # no annotation: which scheduler runs, and whether it looks anything up, is unknown
             for method in (n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
-                if not _schedule_on_device(method):
-                    continue  # timesteps on the CPU: the lookup is a CPU op, no sync
-                loops = _stepping_loops(method)
+                step_lines = [line for line in lines if method.lineno <= line <= (method.end_lineno or 0)]
+                loops = _stepping_loops(method, step_lines) if step_lines else []
+                if not loops or not _schedule_on_device(method):
+                    continue  # no stepping loop, or timesteps on the CPU (the lookup is a CPU op, no sync)
                 for loop in loops:
                     yield self._finding(source, method, loop, loops, types)
 
@@ -218,10 +219,21 @@ def _steps_scheduler(loop: ast.AST) -> bool:
     return any(_is_scheduler_call(n, "step") for n in ast.walk(loop))
 
 
-def _stepping_loops(method) -> list[ast.For]:
-    """Denoising loops that call `self.scheduler.step()`, innermost only (Marigold loops over batches outside)."""
-    loops = [n for n in ast.walk(method) if is_denoising_loop(n) and _steps_scheduler(n)]
-    return [loop for loop in loops if not any(other is not loop and other in ast.walk(loop) for other in loops)]
+def _stepping_loops(method, step_lines: list[int]) -> list[ast.For]:
+    """Denoising loops that call `self.scheduler.step()`, innermost only (Marigold loops over batches outside).
+
+    `step_lines`: the lines of the method where the text `scheduler.step(` stands; loops without one are skipped.
+    """
+    loops = [
+        n
+        for n in statements(method.body)
+        if is_denoising_loop(n) and any(n.lineno <= line <= n.end_lineno for line in step_lines) and _steps_scheduler(n)
+    ]
+    return [loop for loop in loops if not any(other is not loop and _inside_lines(other, loop) for other in loops)]
+
+
+def _inside_lines(inner: ast.AST, outer: ast.AST) -> bool:
+    return outer.lineno <= inner.lineno and inner.end_lineno <= outer.end_lineno
 
 
 def _schedule_on_device(method) -> bool:
@@ -315,7 +327,7 @@ def _unproven_binding(method, name: str, loop: ast.For) -> tuple[str, int] | Non
     `retrieve_timesteps(self.scheduler, ...)` or `self.scheduler.timesteps`.
     """
     bindings: list[tuple[ast.stmt, int, ast.expr | None]] = []
-    for node in ast.walk(method):
+    for node in statements(method.body):
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign | ast.AugAssign):

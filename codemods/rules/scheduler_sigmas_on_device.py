@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ _SETTER = "set_timesteps"
 # What the scheduler's siblings reset just before keeping their sigmas on the CPU.
 _RESETS = {"_step_index", "_begin_index"}
 _CONSUMER_TEXT = "scheduler.sigmas"
+_CONSUMER_PATTERN = re.compile(re.escape(_CONSUMER_TEXT))
 
 
 class SchedulerSigmasOnDevice(Rule):
@@ -88,9 +90,9 @@ class SchedulerSigmasOnDevice(Rule):
     trigger = re.compile(r"self\.sigmas\b|torch\.(?:tensor|as_tensor)\(")
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
-        hot = hot_paths(source)
         lines = source.lines_matching(self.trigger)
         for cls in (n for n, _ in source.walk_lines(lines) if isinstance(n, ast.ClassDef) and is_scheduler(n)):
+            hot = hot_paths(source)  # memoized; only files with a scheduler pay for it
             places = class_places(source, cls)
             yield from self._rebuilt(source, cls, places, hot)
             finding = self._sigmas_finding(source, cls, places, hot)
@@ -146,6 +148,11 @@ class SchedulerSigmasOnDevice(Rule):
                     f"every step (in `{method.name}`){also}; compute it with torch ops on the device "
                     "(e.g. `torch.stack`) or keep the values on the CPU",
                 )  # fmt: skip
+
+    facts_trigger = _CONSUMER_PATTERN
+
+    def collect_facts(self, source: SourceFile) -> list[SigmaConsumer]:
+        return _consumers(source)
 
     def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
         if finding.fix is None or not finding.requires:
@@ -297,6 +304,38 @@ def _describe(uses: list[SigmaUse]) -> str:
     return shown + (f"; {len(uses) - 2} more" if len(uses) > 2 else "")
 
 
+@dataclass(frozen=True)
+class SigmaConsumer:
+    """A class in another file that holds a scheduler and reads `scheduler.sigmas` (gathered at scan time)."""
+
+    path: str
+    scheduler_types: tuple[str, ...]  # what its `self.scheduler` is annotated to be
+    device_needs: tuple[SigmaUse, ...]  # its uses that need the sigmas on the device
+
+
+def _consumers(source: SourceFile) -> list[SigmaConsumer]:
+    found = []
+    lines = source.lines_matching(_CONSUMER_PATTERN)
+    for owner in source.classes:
+        if not any(owner.lineno <= line <= owner.end_lineno for line in lines):
+            continue
+        types = attribute_types(owner).get("scheduler")
+        if not types:
+            continue  # untyped holders are not followed (see `_consumer_needs`)
+        methods = [
+            n
+            for n in owner.body
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and any(n.lineno <= line <= n.end_lineno for line in lines)
+        ]
+        names = [
+            m.name for m in methods if any(_scheduler_sigmas(n) for n in ast.walk(m) if isinstance(n, ast.Attribute))
+        ]
+        if names:
+            flow = SigmaFlowAnalysis(owner, _scheduler_sigmas, lambda function: False, ClassPlaces(owner).function)
+            found.append(SigmaConsumer(source.path, types, tuple(flow.run(names).device_needs)))
+    return found
+
+
 def _consumer_needs(scheduler: str, own_path: str, index: ProjectIndex) -> tuple[int, list[tuple[str, SigmaUse]]]:
     """Classes in the tree typed to hold `scheduler` that read `scheduler.sigmas`: (how many, and the uses
     among theirs that need the sigmas on the device).
@@ -305,37 +344,17 @@ def _consumer_needs(scheduler: str, own_path: str, index: ProjectIndex) -> tuple
     followed: it already runs with the schedulers that keep their sigmas on the CPU (Euler,
     DPM-Solver, UniPC and ten more), so it cannot need them on the device.
     """
-    files = index.paths_containing(_CONSUMER_TEXT)
     holders = 0
     needs: list[tuple[str, SigmaUse]] = []
-    for path in files:
-        if path == own_path:
+    for path in index.paths_containing(_CONSUMER_TEXT):
+        facts = index.facts(path)
+        if path == own_path or facts is None:
             continue
-        try:
-            module = ast.parse(index.text(path) or "", filename=path)
-        except SyntaxError:
-            continue
-        for owner in (n for n in ast.walk(module) if isinstance(n, ast.ClassDef)):
-            if not _holds(owner, scheduler, index):
-                continue
-            methods = [n for n in owner.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-            names = [
-                m.name
-                for m in methods
-                if any(_scheduler_sigmas(n) for n in ast.walk(m) if isinstance(n, ast.Attribute))
-            ]
-            if not names:
-                continue
-            holders += 1
-            flow = SigmaFlowAnalysis(owner, _scheduler_sigmas, lambda function: False, ClassPlaces(owner).function)
-            needs.extend((path, use) for use in flow.run(names).device_needs)
+        for consumer in facts.by_rule.get(SchedulerSigmasOnDevice.code) or ():
+            if any(t == scheduler or scheduler in index.expand_types(t) for t in consumer.scheduler_types):
+                holders += 1
+                needs.extend((path, use) for use in consumer.device_needs)
     return holders, needs
-
-
-def _holds(owner: ast.ClassDef, scheduler: str, index: ProjectIndex) -> bool:
-    """Whether `owner.scheduler` is annotated to be `scheduler` (directly or through an Enum of names)."""
-    types = attribute_types(owner).get("scheduler") or ()
-    return any(t == scheduler or scheduler in index.expand_types(t) for t in types)
 
 
 def _short(text: str) -> str:
