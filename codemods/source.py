@@ -122,7 +122,7 @@ class SourceFile:
     @cached_property
     def classes(self) -> list[ast.ClassDef]:
         """Every class of the module, nested ones too (found by walking statements only)."""
-        return [s for s in _all_statements(self.tree.body) if isinstance(s, ast.ClassDef)]
+        return [s for s in all_statements(self.tree.body) if isinstance(s, ast.ClassDef)]
 
     def lines_matching(self, pattern: re.Pattern[str], within: Iterable[tuple[int, int]] | None = None) -> list[int]:
         """1-based numbers of the lines where `pattern` occurs (the cheap first pass of a rule).
@@ -132,7 +132,7 @@ class SourceFile:
         if within is None:
             return sorted({self.line_index.line_of(match.start()) for match in pattern.finditer(self.text)})
         found: set[int] = set()
-        for first, last in within:
+        for first, last in _merged(within):
             start = self.line_index.start_of(first)
             end = self.line_index.start_of(last + 1) if last < len(self.lines) else len(self.text)
             found.update(self.line_index.line_of(m.start()) for m in pattern.finditer(self.text, start, end))
@@ -170,6 +170,17 @@ def _touches(node: ast.AST, wanted: list[int]) -> bool:
     end = node.end_lineno or start
     first_at_or_after = bisect.bisect_left(wanted, start)
     return first_at_or_after < len(wanted) and wanted[first_at_or_after] <= end
+
+
+def _merged(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping or nested line ranges joined, so no text is searched twice."""
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    return merged
 
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
@@ -218,16 +229,16 @@ def statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
             yield from statements(case.body)
 
 
-def _all_statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+def all_statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
     """Like `statements`, but into nested functions and classes too."""
     for statement in body:
         yield statement
         for field in ("body", "orelse", "finalbody"):
-            yield from _all_statements(getattr(statement, field, ()))
+            yield from all_statements(getattr(statement, field, ()))
         for handler in getattr(statement, "handlers", ()):
-            yield from _all_statements(handler.body)
+            yield from all_statements(handler.body)
         for case in getattr(statement, "cases", ()):
-            yield from _all_statements(case.body)
+            yield from all_statements(case.body)
 
 
 def enclosing(ancestors: Ancestors, kind: type[ast.AST] | tuple[type[ast.AST], ...]) -> ast.AST | None:

@@ -10,11 +10,12 @@ anyone: a per-call `.to(device)` of it copies host-to-device on every call.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from codemods.source import dotted_name, walk
+from codemods.source import SourceFile, all_statements, dotted_name, statements, walk
 
 # torch.* calls that do not return a tensor.
 _NOT_TENSORS = {"device", "dtype", "Generator", "finfo", "iinfo", "Size", "get_default_dtype", "is_tensor", "no_grad"}
@@ -23,6 +24,9 @@ _NONE: Mapping[str, ast.AST] = MappingProxyType({})
 _MAX_HELPER_DEPTH = 4
 # Bases that make a class an `nn.Module` and register nothing themselves.
 _MODULE_ROOTS = {"Module", "ModelMixin"}
+
+# Text every registration or in-place op call holds (see `class_attributes`).
+_CALL_HINT = re.compile(r"register_|add_module|setattr|_\(")
 
 
 @dataclass(frozen=True)
@@ -39,8 +43,14 @@ class ClassAttributes:
     dynamic_registration: bool = False
 
 
-def class_attributes(cls: ast.ClassDef, functions: Mapping[str, ast.AST] = _NONE) -> ClassAttributes:
-    """`functions`: the module's top-level functions, for `self.x = helper(...)` in `__init__`."""
+def class_attributes(
+    cls: ast.ClassDef, functions: Mapping[str, ast.AST] = _NONE, source: SourceFile | None = None
+) -> ClassAttributes:
+    """`functions`: the module's top-level functions, for `self.x = helper(...)` in `__init__`.
+
+    With `source`, calls are looked for only on lines that can hold a registration or an in-place
+    op (the text `register_`, `add_module`, `setattr`, `_(`): walking every node is what costs.
+    """
     methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     init = methods.get("__init__")
     registered: set[str] = set()
@@ -48,21 +58,22 @@ def class_attributes(cls: ast.ClassDef, functions: Mapping[str, ast.AST] = _NONE
     assignments: dict[str, list[ast.expr]] = {}
     changes: dict[str, list[ast.AST]] = {}
     dynamic = False
+    hints = source.lines_matching(_CALL_HINT, within=[(cls.lineno, cls.end_lineno)]) if source else None
     for method in methods.values():
         in_init = method is init
-        for node in walk(method):
-            if isinstance(node, ast.Call):
-                name = _registered_by_call(node)
-                if name:
-                    registered.add(name)
-                    if (dotted_name(node.func) or "").endswith("register_buffer"):
-                        buffers[name] = node
-                elif _registers_by_computed_name(node):
-                    dynamic = True
-                mutated = _mutated_in_place(node)
-                if mutated and not in_init:
-                    changes.setdefault(mutated, []).append(node)
-            elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
+        for node in _calls(method, source, hints):
+            name = _registered_by_call(node)
+            if name:
+                registered.add(name)
+                if (dotted_name(node.func) or "").endswith("register_buffer"):
+                    buffers[name] = node
+            elif _registers_by_computed_name(node):
+                dynamic = True
+            mutated = _mutated_in_place(node)
+            if mutated and not in_init:
+                changes.setdefault(mutated, []).append(node)
+        for node in all_statements(method.body):
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
                 for target in _targets(node):
                     attribute = _self_attribute(target)
                     if attribute is None:
@@ -94,6 +105,14 @@ def class_attributes(cls: ast.ClassDef, functions: Mapping[str, ast.AST] = _NONE
         lazily_moved=frozenset(name for name, nodes in changes.items() if all(_moves_itself(n, name) for n in nodes)),
         dynamic_registration=dynamic,
     )
+
+
+def _calls(method: ast.AST, source: SourceFile | None, hints: list[int] | None) -> Iterator[ast.Call]:
+    if source is None or hints is None:
+        nodes: Iterable[ast.AST] = walk(method)
+    else:
+        nodes = (node for node, _ in source.walk_lines(hints, root=method))
+    return (node for node in nodes if isinstance(node, ast.Call))
 
 
 def _moves_itself(node: ast.AST, name: str) -> bool:
@@ -178,7 +197,7 @@ def _returns_tensor(
     function: ast.AST, methods: Mapping[str, ast.AST], functions: Mapping[str, ast.AST], depth: int
 ) -> bool:
     locals_ = _tensor_locals(function, methods, functions, depth)
-    returns = [n.value for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None]
+    returns = [n.value for n in statements(function.body) if isinstance(n, ast.Return) and n.value is not None]
     return bool(returns) and all(is_tensor_expression(r, methods, locals_, functions, depth) for r in returns)
 
 
@@ -188,7 +207,7 @@ def _tensor_locals(
     """Local names every assignment of which is a tensor expression (in statement order)."""
     tensors: set[str] = set()
     others: set[str] = set()
-    for node in ast.walk(function):
+    for node in statements(function.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             (tensors if is_tensor_expression(node.value, methods, tensors, functions, depth) else others).add(name)

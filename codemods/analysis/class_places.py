@@ -26,8 +26,9 @@ _SCHEDULE_SETTER = "set_timesteps"
 
 
 class ClassPlaces:
-    def __init__(self, cls: ast.ClassDef) -> None:
+    def __init__(self, cls: ast.ClassDef, source: SourceFile | None = None) -> None:
         self.cls = cls
+        self.source = source
         self._attributes: dict[str, Place] = {}
         self._in_progress: set[str] = set()
         self._functions: dict[int, FunctionPlaces] = {}
@@ -84,7 +85,7 @@ class ClassPlaces:
 
     @cached_property
     def _class_attributes(self):
-        return class_attributes(self.cls)
+        return class_attributes(self.cls, source=self.source)
 
     def _module_attribute_place(self, name: str) -> Place:
         attributes = self._class_attributes
@@ -99,7 +100,7 @@ class ClassPlaces:
     @cached_property
     def _parameters(self) -> frozenset[str]:
         found = set()
-        for node in ast.walk(self.cls):
+        for node in (s for method in self.methods.values() for s in statements(method.body)):
             is_call = isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
             if is_call and (dotted_name(node.value.func) or "").rsplit(".", 1)[-1] in ("Parameter", "Buffer"):
                 found.update(t.attr for t in node.targets if isinstance(t, ast.Attribute))
@@ -170,7 +171,7 @@ def places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces | None
     if id(function) not in cache:
         if isinstance(parent, ast.ClassDef):
             if id(parent) not in cache:
-                cache[id(parent)] = ClassPlaces(parent)
+                cache[id(parent)] = ClassPlaces(parent, source)
             cache[id(function)] = cache[id(parent)].function(function)  # type: ignore[union-attr]
         else:
             cache[id(function)] = FunctionPlaces(function)
@@ -180,5 +181,5 @@ def places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces | None
 def class_places(source: SourceFile, cls: ast.ClassDef) -> ClassPlaces:
     cache: dict[int, object] = source.memo("function_places", dict)
     if id(cls) not in cache:
-        cache[id(cls)] = ClassPlaces(cls)
+        cache[id(cls)] = ClassPlaces(cls, source)
     return cache[id(cls)]  # type: ignore[return-value]

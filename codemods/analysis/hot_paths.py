@@ -123,20 +123,25 @@ def _analyse(source: SourceFile) -> HotPaths:
             for loop in (n for n in statements(method.body) if is_denoising_loop(n)):
                 paths.loops.add(id(loop))
                 paths.ranges.append((loop.lineno, loop.end_lineno or loop.lineno))
-                worklist.extend((callee, methods) for callee in _callees(loop.body, methods, module_functions))
+                worklist.extend((callee, methods) for callee in _callees(source, loop.body, methods, module_functions))
     while worklist:
         function, methods = worklist.pop()
         if id(function) in paths.functions or is_cached(function) or function.name == "__init__":
             continue
         paths.functions.add(id(function))
         paths.ranges.append((function.lineno, function.end_lineno or function.lineno))
-        worklist.extend((callee, methods) for callee in _callees(function.body, methods, module_functions))
+        worklist.extend((callee, methods) for callee in _callees(source, function.body, methods, module_functions))
     return paths
 
 
-def _callees(body: list[ast.stmt], methods: dict[str, Function], module_functions: dict[str, Function]) -> list[Function]:
+def _callees(
+    source: SourceFile, body: list[ast.stmt], methods: dict[str, Function], module_functions: dict[str, Function]
+) -> list[Function]:
     """What `body` runs outside cold branches: `self.m(...)` and `f(...)` of this module, and the helpers
     defined inside it (`def apply_rotary_emb(...)` in a processor runs with it)."""
+    text = "\n".join(source.lines[body[0].lineno - 1 : body[-1].end_lineno]) if body else ""
+    if "def " not in text and not any(f"{name}(" in text for name in (*methods, *module_functions)):
+        return []  # no such call or helper is even written here (substring tests, in C): nothing to walk
     found = []
     for node in _hot_nodes(body):
         if isinstance(node, _FUNCTIONS):

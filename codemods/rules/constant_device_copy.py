@@ -116,7 +116,7 @@ class ConstantDeviceCopy(Rule):
             return
         functions = source.memo("module_functions", lambda: _module_functions(source.tree))
         attributes = [
-            source.memo(f"class_attributes:{id(c)}", lambda c=c: class_attributes(c, functions)) for c in lineage
+            source.memo(f"class_attributes:{id(c)}", lambda c=c: class_attributes(c, functions, source)) for c in lineage
         ]
         own = attributes[0]
         if any(a.dynamic_registration for a in attributes):

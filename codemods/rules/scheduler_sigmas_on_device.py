@@ -331,7 +331,7 @@ def _consumers(source: SourceFile) -> list[SigmaConsumer]:
             m.name for m in methods if any(_scheduler_sigmas(n) for n in ast.walk(m) if isinstance(n, ast.Attribute))
         ]
         if names:
-            flow = SigmaFlowAnalysis(owner, _scheduler_sigmas, lambda function: False, ClassPlaces(owner).function)
+            flow = SigmaFlowAnalysis(owner, _scheduler_sigmas, lambda function: False, ClassPlaces(owner, source).function)
             found.append(SigmaConsumer(source.path, types, tuple(flow.run(names).device_needs)))
     return found
 
