@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import importlib.util
 import io
 import os
@@ -78,10 +79,12 @@ def profile_cold_run(tree: Path) -> str:
     """Where one single-process cold `--check` spends its time (cumulative, top entries)."""
     from codemods.engine import Mode, RunOptions, run
 
+    gc.disable()  # as in the scan workers: the collector is what would dominate this in-process run
     profiler = cProfile.Profile()
     profiler.enable()
     run(RunOptions(paths=(tree,), mode=Mode.CHECK, jobs=1))
     profiler.disable()
+    gc.enable()
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(15)
     return out.getvalue()

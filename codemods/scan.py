@@ -57,7 +57,7 @@ def scan_text(path: str, module: str, text: str, tree: TreeInfo, rules: list[Rul
         return Scan(path, [], None, error)
     findings: list[Finding] = []
     for rule in rules:
-        if not rule.trigger.search(text):
+        if not rule.may_match(text):
             continue
         try:
             found = list(rule.check(source, tree))

@@ -73,3 +73,13 @@ def test_the_readme_rule_table_lists_every_rule() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for rule in RULES:
         assert f"| {rule.code} | {rule.name} | {rule.fix_safety.value} | {rule.summary} |" in readme
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_the_cheap_gate_never_rejects_a_file_the_trigger_matches(rule) -> None:
+    texts = [p.read_text() for p in (Path(__file__).resolve().parent.parent / "fixtures").rglob("*.py")]
+    texts += [*rule.valid, *(example.source for example in rule.invalid)]
+    instance = rule()
+    for text in texts:
+        for match in rule.trigger.finditer(text):
+            assert instance.may_match(match.group(0)), match.group(0)

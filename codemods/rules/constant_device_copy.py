@@ -81,6 +81,7 @@ class ConstantDeviceCopy(Rule):
     summary = "a tensor built once in `__init__` is copied to the device on every call; cache it per device"
     fix_safety = FixSafety.UNSAFE
     trigger = re.compile(r"self\.\w+\.to\(|torch\.(?:tensor|Tensor|as_tensor)\(")
+    trigger_text = (".to(", "torch.tensor(", "torch.Tensor(", "torch.as_tensor(")
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         hot = hot_paths(source)

@@ -68,6 +68,7 @@ class OutputAttributeAccess(Rule):
     summary = "`.sample` read off a model/scheduler output; use `return_dict=False)[0]`"
     fix_safety = FixSafety.SAFE
     trigger = re.compile(r"\.(?:prev_)?sample\b|\[\s*[\"'](?:prev_)?sample[\"']\s*\]")
+    trigger_text = ("sample",)
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):

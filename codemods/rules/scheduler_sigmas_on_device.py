@@ -88,6 +88,7 @@ class SchedulerSigmasOnDevice(Rule):
     summary = "scheduler keeps its sigmas on the device but reads them on the host every step"
     fix_safety = FixSafety.UNSAFE
     trigger = re.compile(r"self\.sigmas\b|torch\.(?:tensor|as_tensor)\(")
+    trigger_text = ("self.sigmas", "torch.tensor(", "torch.as_tensor(")
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         lines = source.lines_matching(self.trigger)
