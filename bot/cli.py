@@ -76,7 +76,7 @@ def _options(**values: Any):
 
 def _require_token(dry_run: bool) -> None:
     if not dry_run and not os.environ.get("GITHUB_TOKEN"):
-        from codemods.discovery import UsageError
+        from codemods.errors import UsageError
 
         raise UsageError("GITHUB_TOKEN is not set: the bot needs a token to push and open PRs (or use --dry-run)")
 
@@ -210,7 +210,7 @@ def _errors_as_usage() -> Iterator[None]:
     from bot.git import GitError
     from bot.github_api import error_message
     from bot.plan import PlanError
-    from codemods.discovery import UsageError
+    from codemods.errors import UsageError
 
     try:
         yield

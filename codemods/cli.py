@@ -12,7 +12,7 @@ import click
 import typer
 
 from codemods.config import ConfigError
-from codemods.discovery import UsageError
+from codemods.errors import RunAborted, UsageError
 
 EXIT_CODES = """\
 Exit codes: 0 nothing left to report; 1 findings remain (with --diff/--check: there would be
@@ -47,7 +47,7 @@ def default_cache_dir() -> Path:
 
 @app.command(epilog=EXIT_CODES)
 def run(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files and directories (recursing into *.py).")],
+    paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Files and directories (recursing into *.py).")],
     diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff of the fixes; write nothing.")] = False,
     check: Annotated[bool, typer.Option("--check", help="List findings; write nothing.")] = False,
     unsafe_fixes: Annotated[bool, typer.Option("--unsafe-fixes", help="Also apply fixes that need verification.")] = False,
@@ -64,8 +64,10 @@ def run(
 
     if diff and check:
         raise UsageError("--diff and --check cannot be used together")
+    if "" in paths:  # Path("") would quietly mean the current directory
+        raise UsageError("an empty string is not a path")
     options = RunOptions(
-        paths=tuple(paths),
+        paths=tuple(map(Path, paths)),
         mode=Mode.DIFF if diff else Mode.CHECK if check else Mode.WRITE,
         unsafe_fixes=unsafe_fixes,
         select=_codes(select),
@@ -233,7 +235,7 @@ def main() -> None:
     """Entry point: every error is one line on stderr with exit code 2, never a traceback."""
     try:
         code = app(args=sys.argv[1:] or ["--help"], standalone_mode=False)
-    except (UsageError, ConfigError) as error:
+    except (UsageError, ConfigError, RunAborted) as error:
         print(f"codemod: error: {error}", file=sys.stderr)
         code = 2
     except click.exceptions.Exit as exit_:

@@ -6,12 +6,10 @@ import fnmatch
 from collections.abc import Iterable
 from pathlib import Path
 
+from codemods.errors import UsageError
+
 # Never descended into: tool and VCS state, virtual environments, build output.
 _SKIPPED_DIRECTORIES = {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".nox", "build", "dist"}
-
-
-class UsageError(Exception):
-    """A bad argument: the run does nothing and exits 2."""
 
 
 def discover(paths: Iterable[Path], exclude: Iterable[str], base: Path) -> list[Path]:

@@ -13,6 +13,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 from codemods.cache import ScanCache, digest, run_key
 from codemods.config import Config, find_pyproject, load_config
 from codemods.discovery import discover
+from codemods.errors import RunAborted
 from codemods.facts import FileFacts
 from codemods.findings import FileError, Finding, FixSafety
 from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
@@ -200,10 +202,15 @@ class _Run:
                 self.progress(phase, already + done, total)
             return
         chunk = max(1, min(8, len(jobs) // (self.jobs * 16)))
-        with ProcessPoolExecutor(self.jobs, mp_context=get_context("fork"), initializer=_quiet_worker) as pool:
-            for done, value in enumerate(pool.map(function, jobs, chunksize=chunk), start=1):
-                yield value
-                self.progress(phase, already + done, total)
+        try:
+            with ProcessPoolExecutor(self.jobs, mp_context=get_context("fork"), initializer=_quiet_worker) as pool:
+                for done, value in enumerate(pool.map(function, jobs, chunksize=chunk), start=1):
+                    yield value
+                    self.progress(phase, already + done, total)
+        except BrokenProcessPool:
+            raise RunAborted(
+                f"a worker process died in the {phase} phase (out of memory, or a crash in the parser); nothing was written"
+            ) from None
 
     def resolve(self, scans: Iterable[Scan], index: ProjectIndex, errors: dict[str, FileError]) -> list[Finding]:
         resolved = []
@@ -244,7 +251,8 @@ class _Run:
 
 
 def _quiet_worker() -> None:
-    # Trees are freed by reference counting; the cycle collector only costs time in a scan.
+    # A scan makes no reference cycles (a test holds it to that), so reference counting frees every
+    # tree and the cycle collector would only cost time.
     import gc
 
     gc.disable()

@@ -52,6 +52,14 @@ def _rules(codes: tuple[str, ...]) -> list[Rule]:
 
 def scan_text(path: str, module: str, text: str, tree: TreeInfo, rules: list[Rule]) -> Scan:
     source = SourceFile(path, text, module)
+    try:
+        return _scan_source(source, tree, rules)
+    finally:
+        source.release()
+
+
+def _scan_source(source: SourceFile, tree: TreeInfo, rules: list[Rule]) -> Scan:
+    path, text = source.path, source.text
     facts, error = file_facts(source, rules)
     if facts is None:
         return Scan(path, [], None, error)

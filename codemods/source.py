@@ -50,6 +50,11 @@ class SourceFile:
             self._memo[key] = compute()
         return self._memo[key]
 
+    def release(self) -> None:
+        """Drop the memoized analyses. They point back at this file, a cycle that only the garbage
+        collector could free, and the scan workers run with it off."""
+        self._memo.clear()
+
     @cached_property
     def lines(self) -> list[str]:
         return self.text.splitlines()

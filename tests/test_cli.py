@@ -121,6 +121,7 @@ def test_an_empty_file_is_valid_python_and_left_alone(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["run", "missing.py"], "codemod: error: missing.py: no such file or directory"),
+        (["run", ""], "codemod: error: an empty string is not a path"),
         (["run", "--select", "DIF999", "."], "codemod: error: unknown rule code or prefix: DIF999"),
         (["run", "--diff", "--check", "."], "codemod: error: --diff and --check cannot be used together"),
         (["run", "--format", "xml", "."], "codemod: error: Invalid value for '--format'"),

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from functools import cached_property
 
 from codemods.analysis.attributes import class_attributes
@@ -59,7 +60,9 @@ class ClassPlaces:
 
     def function(self, function: Function) -> FunctionPlaces:
         if id(function) not in self._functions:
-            self._functions[id(function)] = FunctionPlaces(function, self)
+            # A weak back-reference: a cycle here would keep every parsed tree alive in the scan
+            # workers, which run with the garbage collector off.
+            self._functions[id(function)] = FunctionPlaces(function, weakref.proxy(self))
         return self._functions[id(function)]
 
     def attribute_place(self, name: str) -> Place:

@@ -366,7 +366,7 @@ class FunctionPlaces:
 
     def _scheduler_timesteps_place(self, node: ast.Attribute) -> Place:
         """`self.scheduler.timesteps`: on the device where this function set them with a device."""
-        receiver = ast.dump(node.value)
+        receiver = ast.unparse(node.value)  # not ast.dump: its recursive closure is a cycle per call
         if receiver not in self._timesteps_places:
             self._timesteps_places[receiver] = self._set_timesteps_place(receiver)
         return self._timesteps_places[receiver]
@@ -377,7 +377,7 @@ class FunctionPlaces:
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Attribute)
                 and call.func.attr == "set_timesteps"
-                and ast.dump(call.func.value) == receiver
+                and ast.unparse(call.func.value) == receiver
             ):
                 device = _argument(call, "device", 1)
                 if device is not None:
