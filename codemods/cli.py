@@ -60,7 +60,8 @@ def run(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the scan cache.")] = False,
 ) -> None:
     """Apply safe fixes in place (default), or show them (--diff), or only report (--check)."""
-    from codemods.engine import Mode, RunOptions, run as run_engine
+    from codemods.engine import Mode, RunOptions
+    from codemods.engine import run as run_engine
 
     if diff and check:
         raise UsageError("--diff and --check cannot be used together")

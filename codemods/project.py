@@ -95,7 +95,6 @@ class ProjectIndex:
         self._roots = sorted(set(roots))
         self._facts: dict[str, FileFacts | None] = dict(known)
         self._texts: dict[str, str | None] = {}
-        self._trees: dict[str, ast.Module | None] = {}
         self._load = load
         # A tree consulted for class definitions only (never for copies), for files outside any package.
         self._reference = ProjectIndex([reference], {}, load) if reference and reference not in self._roots else None
@@ -119,15 +118,6 @@ class ProjectIndex:
             except (OSError, UnicodeDecodeError):
                 self._texts[path] = None
         return self._texts[path]
-
-    def tree(self, path: str) -> ast.Module | None:
-        """The parsed file (for whole-tree questions a rule asks in `resolve`), parsed once per run."""
-        if path not in self._trees:
-            try:
-                self._trees[path] = ast.parse(self.text(path) or "", filename=path)
-            except (SyntaxError, ValueError):
-                self._trees[path] = None
-        return self._trees[path]
 
     def facts(self, path: str) -> FileFacts | None:
         if path not in self._facts:

@@ -127,7 +127,7 @@ class SourceFile:
     @cached_property
     def classes(self) -> list[ast.ClassDef]:
         """Every class of the module, nested ones too (found by walking statements only)."""
-        return [s for s in all_statements(self.tree.body) if isinstance(s, ast.ClassDef)]
+        return [s for s in statements(self.tree.body, into_scopes=True) if isinstance(s, ast.ClassDef)]
 
     def lines_matching(self, pattern: re.Pattern[str], within: Iterable[tuple[int, int]] | None = None) -> list[int]:
         """1-based numbers of the lines where `pattern` occurs (the cheap first pass of a rule).
@@ -165,7 +165,8 @@ class LineIndex:
         return self._starts[min(line, len(self._starts)) - 1]
 
 
-def _touches(node: ast.AST, wanted: list[int]) -> bool:
+def spans_a_line(node: ast.AST, wanted: list[int]) -> bool:
+    """Whether `node`'s lines (decorators included) hold one of `wanted` (sorted)."""
     start = getattr(node, "lineno", None)
     if start is None:  # arguments, comprehensions... have no position: look inside
         return True
@@ -213,37 +214,28 @@ def _walk_lines(node: ast.AST, wanted: list[int], ancestors: Ancestors) -> Itera
     yield node, ancestors
     inner = (*ancestors, node)
     for child in child_nodes(node):
-        if _touches(child, wanted):
+        if spans_a_line(child, wanted):
             yield from _walk_lines(child, wanted, inner)
 
 
-def statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement in `body`, nested blocks included, nested functions and classes left out.
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def statements(body: Iterable[ast.stmt], into_scopes: bool = False) -> Iterator[ast.stmt]:
+    """Every statement in `body`, nested blocks included; nested functions and classes only with `into_scopes`.
 
     Statements are about a tenth of a tree's nodes: walking only them is what keeps facts cheap.
     """
     for statement in body:
         yield statement
-        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        if not into_scopes and isinstance(statement, _SCOPES):
             continue
         for field in ("body", "orelse", "finalbody"):
-            yield from statements(getattr(statement, field, ()))
+            yield from statements(getattr(statement, field, ()), into_scopes)
         for handler in getattr(statement, "handlers", ()):
-            yield from statements(handler.body)
+            yield from statements(handler.body, into_scopes)
         for case in getattr(statement, "cases", ()):
-            yield from statements(case.body)
-
-
-def all_statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
-    """Like `statements`, but into nested functions and classes too."""
-    for statement in body:
-        yield statement
-        for field in ("body", "orelse", "finalbody"):
-            yield from all_statements(getattr(statement, field, ()))
-        for handler in getattr(statement, "handlers", ()):
-            yield from all_statements(handler.body)
-        for case in getattr(statement, "cases", ()):
-            yield from all_statements(case.body)
+            yield from statements(case.body, into_scopes)
 
 
 def enclosing(ancestors: Ancestors, kind: type[ast.AST] | tuple[type[ast.AST], ...]) -> ast.AST | None:

@@ -17,8 +17,8 @@ from codemods.engine import Mode, RunOptions, run
 from codemods.errors import RunAborted
 from codemods.project import TreeInfo, installed_diffusers, module_name
 from codemods.rules import select_rules
-from codemods.scan import ScanJob, run_scan_job
 from codemods.rules.output_attribute_access import OutputAttributeAccess
+from codemods.scan import ScanJob, run_scan_job
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from codemods.config import ConfigError
 from codemods.engine import Mode, RunOptions, run
 from codemods.findings import FixSafety
 from codemods.rules import all_rules, rule_class, select_rules
 from codemods.rules.base import DOC_SECTIONS
-from codemods.config import ConfigError
 
 RULES = all_rules()
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from codemods.source import SourceFile, all_statements, dotted_name, statements, walk
+from codemods.source import SourceFile, dotted_name, statements, walk
 
 # torch.* calls that do not return a tensor.
 _NOT_TENSORS = {"device", "dtype", "Generator", "finfo", "iinfo", "Size", "get_default_dtype", "is_tensor", "no_grad"}
@@ -72,7 +72,7 @@ def class_attributes(
             mutated = _mutated_in_place(node)
             if mutated and not in_init:
                 changes.setdefault(mutated, []).append(node)
-        for node in all_statements(method.body):
+        for node in statements(method.body, into_scopes=True):
             if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
                 for target in _targets(node):
                     attribute = _self_attribute(target)

@@ -145,7 +145,7 @@ class FunctionBindings:
 
     def _chain(self, node: ast.AST) -> list[ast.AST] | None:
         """`node`'s ancestors, innermost first, up to the function; None if `node` is not the function's own."""
-        statements, parents = self._statements
+        _, parents = self._statements
         if id(node) in parents:
             current = parents[id(node)]
         else:

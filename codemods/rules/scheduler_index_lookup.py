@@ -12,7 +12,7 @@ from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import SourceFile, dotted_name, statements
+from codemods.source import SourceFile, dotted_name, spans_a_line, statements
 
 if TYPE_CHECKING:
     import libcst
@@ -227,7 +227,7 @@ def _stepping_loops(method, step_lines: list[int]) -> list[ast.For]:
     loops = [
         n
         for n in statements(method.body)
-        if is_denoising_loop(n) and any(n.lineno <= line <= n.end_lineno for line in step_lines) and _steps_scheduler(n)
+        if is_denoising_loop(n) and spans_a_line(n, step_lines) and _steps_scheduler(n)
     ]
     return [loop for loop in loops if not any(other is not loop and _inside_lines(other, loop) for other in loops)]
 

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codemods.analysis.class_places import ClassPlaces, attribute_assignments, class_places
@@ -15,7 +15,7 @@ from codemods.findings import Edit, Finding, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import SourceFile, dotted_name
+from codemods.source import SourceFile, dotted_name, spans_a_line
 
 if TYPE_CHECKING:
     import libcst
@@ -318,7 +318,7 @@ def _consumers(source: SourceFile) -> list[SigmaConsumer]:
     found = []
     lines = source.lines_matching(_CONSUMER_PATTERN)
     for owner in source.classes:
-        if not any(owner.lineno <= line <= owner.end_lineno for line in lines):
+        if not spans_a_line(owner, lines):
             continue
         types = attribute_types(owner).get("scheduler")
         if not types:
@@ -326,7 +326,7 @@ def _consumers(source: SourceFile) -> list[SigmaConsumer]:
         methods = [
             n
             for n in owner.body
-            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and any(n.lineno <= line <= n.end_lineno for line in lines)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and spans_a_line(n, lines)
         ]
         names = [
             m.name for m in methods if any(_scheduler_sigmas(n) for n in ast.walk(m) if isinstance(n, ast.Attribute))
