@@ -34,12 +34,10 @@ def _show(case: Case) -> None:
     for path, text in case.input_files().items():
         if text:
             print(f"=== {path} (input)\n{text}", end="" if text.endswith("\n") else "\n")
-    change = case.expected_diff.read_text() if case.expected_diff.is_file() else None
-    print(
-        "=== expected change\n" + (change if change else "no change\n" if change == "" else "none recorded\n"), end=""
-    )
-    findings = case.expected_findings
-    print("=== expected findings\n" + (findings.read_text() if findings.is_file() else "none recorded\n"), end="")
+    change = case.expected_diff.read_text() if case.expected_diff.is_file() else "none recorded\n"
+    print("=== expected change\n" + (change or "no change\n"), end="")
+    findings = case.expected_findings.read_text() if case.expected_findings.is_file() else "none recorded\n"
+    print("=== expected findings\n" + (findings if findings.strip() else "none\n"), end="")
 
 
 def _record(case: Case, directory: Path) -> None:
@@ -54,7 +52,9 @@ def _record(case: Case, directory: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.fixture_cases", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.fixture_cases", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="every case and its source").add_argument("rule", nargs="?")
     commands.add_parser("show", help="print a case's input and expected result").add_argument("case")
