@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The verifier's CUDA path, once, on a machine with a GPU: DIF001 on QwenImage as it was before
-# diffusers #13406 (fixtures/verify/) and on NucleusMoE as installed diffusers 0.42.1 has it.
+# diffusers #13406 (fixture case DIF001/qwenimage_rope_pr13406) and on NucleusMoE as installed diffusers 0.42.1 has it.
 #
 #   benchmarks/gpu_verify.sh            # reports go to $OUT (the device runner's folder) or ./gpu-verify
 #
@@ -29,7 +29,7 @@ if not torch.cuda.is_available():
     sys.exit(f"gpu_verify: torch {torch.__version__} sees no CUDA device")
 print(f"gpu_verify: torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name(0)}, diffusers {diffusers.__version__}")
 if diffusers.__version__ != "0.42.1":
-    sys.exit(f"gpu_verify: the QwenImage fixture is diffusers 0.42.1's file; installed is {diffusers.__version__}")
+    sys.exit(f"gpu_verify: the QwenImage fixture case patches diffusers 0.42.1's file; installed is {diffusers.__version__}")
 EOF
 
 SRC=$("$PYTHON" -c "from codemods.project import installed_diffusers; print(installed_diffusers())")
@@ -38,11 +38,13 @@ trap 'rm -rf "$WORK"' EXIT
 QWEN=models/transformers/transformer_qwenimage.py
 NUCLEUS=models/transformers/transformer_nucleusmoe_image.py
 
-# QwenImage before #13406: the installed package with that PR's hunks reverted in one file.
+# QwenImage before #13406: the installed package with that PR's hunks reverted in one file
+# (the fixture case DIF001/qwenimage_rope_pr13406 materialises that file).
 mkdir -p "$WORK/qwen-before-13406"
 cp -r "$SRC" "$WORK/qwen-before-13406/diffusers"
 find "$WORK/qwen-before-13406" -name __pycache__ -prune -exec rm -rf {} +
-cp fixtures/verify/transformer_qwenimage_before_13406.py "$WORK/qwen-before-13406/diffusers/$QWEN"
+"$PYTHON" -m tools.fixture_cases write DIF001/qwenimage_rope_pr13406 "$WORK/qwen-case" > /dev/null
+cp "$WORK/qwen-case/diffusers/$QWEN" "$WORK/qwen-before-13406/diffusers/$QWEN"
 
 status=0
 verify() {  # name, tree, file the engine may rewrite

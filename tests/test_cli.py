@@ -12,8 +12,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-PIPELINE = (FIXTURES / "DIF004" / "adapter_denoising_loop.py").read_text()
+from tools.fixture_cases import find_case
+
+CASE = find_case("DIF004/adapter_denoising_loop")
+PIPELINE = CASE.input_text()
 
 
 def codemod(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -31,7 +33,7 @@ def pipeline(tmp_path: Path) -> Path:
 def test_default_run_applies_safe_fixes_and_exits_1_while_findings_remain(pipeline: Path) -> None:
     result = codemod("run", str(pipeline), cwd=pipeline.parent)
     assert result.returncode == 1  # the **kwargs call cannot be fixed, so one finding remains
-    assert pipeline.read_text() == (FIXTURES / "DIF004" / "adapter_denoising_loop.expected.py").read_text()
+    assert pipeline.read_text() == CASE.expected_text()
     assert "fixed 2 finding(s) in 1 file(s); 1 remaining" in result.stderr
 
 

@@ -19,8 +19,7 @@ from codemods.project import TreeInfo, installed_diffusers, module_name
 from codemods.rules import select_rules
 from codemods.rules.output_attribute_access import OutputAttributeAccess
 from codemods.scan import ScanJob, run_scan_job
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tools.fixture_cases import all_cases, write_files
 
 
 @pytest.fixture
@@ -28,9 +27,8 @@ def tree(tmp_path: Path) -> Path:
     """A directory with every DIF004 fixture input (one file per case)."""
     root = tmp_path / "tree"
     root.mkdir()
-    for case in sorted((FIXTURES / "DIF004").glob("*.py")):
-        if not case.name.endswith(".expected.py"):
-            shutil.copy(case, root / case.name)
+    for case in all_cases("DIF004"):
+        write_files(case.input_files(), root)
     return root
 
 

@@ -1,33 +1,21 @@
-"""Every fixture under fixtures/<CODE>/ is rewritten exactly as its expected output says.
+"""Every fixture case under fixtures/<CODE>/ is rewritten exactly as its expected change says.
 
-A case is `name.py` (expected: `name.expected.py`, findings: `name.findings.txt`) or a directory
-`name/` with an `input/` tree, an `expected/` tree and `findings.txt`. Each runs with only its
-rule selected and unsafe fixes on; a second run must change nothing. `--regen-fixtures`
-rewrites the expected files from the current output.
+A case takes its diffusers code at test time (tools/fixture_cases: a spec naming the release, the
+modules and what to take, plus our patch) or is a snippet we wrote. Each runs with only its rule
+selected and unsafe fixes on; the change must equal `<case>.diff`, the findings `<case>.findings.txt`,
+and a second run must change nothing. `--regen-fixtures` rewrites both expected files from the
+current output; `python -m tools.fixture_cases show CODE/name` prints a case before and after.
 """
 
 from __future__ import annotations
 
-import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from codemods.engine import Mode, RunOptions, run
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-# fixtures/<CODE>/ holds a rule's cases; other directories (fixtures/verify/) hold data for other tests.
-RULE_DIRECTORY = re.compile(r"^[A-Z]+[0-9]+$")
-
-
-def _cases() -> list[tuple[str, Path]]:
-    found = []
-    for rule_dir in sorted(p for p in FIXTURES.iterdir() if p.is_dir() and RULE_DIRECTORY.match(p.name)):
-        for case in sorted(rule_dir.iterdir()):
-            if case.is_dir() or (case.suffix == ".py" and not case.name.endswith(".expected.py")):
-                found.append((rule_dir.name, case))
-    return found
+from tools.fixture_cases import Case, all_cases, find_case, make_diff, write_files
+from tools.fixture_cases.sources import module_text
 
 
 def _run(code: str, target: Path):
@@ -50,41 +38,26 @@ def _tree_text(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*.py"))}
 
 
-def _expected(case: Path) -> dict[str, str]:
-    if case.is_dir():
-        return _tree_text(case / "expected")
-    return {case.name: case.with_suffix(".expected.py").read_text()}
-
-
-def _findings_file(case: Path) -> Path:
-    return case / "findings.txt" if case.is_dir() else case.with_name(case.stem + ".findings.txt")
-
-
-def _save_expected(case: Path, root: Path, findings: str) -> None:
-    if case.is_dir():
-        shutil.rmtree(case / "expected", ignore_errors=True)
-        shutil.copytree(root, case / "expected")
-    else:
-        case.with_suffix(".expected.py").write_text((root / case.name).read_text())
-    _findings_file(case).write_text(findings)
-
-
-@pytest.mark.parametrize(("code", "case"), _cases(), ids=lambda v: v if isinstance(v, str) else v.stem)
-def test_fixture(code: str, case: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    root = tmp_path / "case"
-    if case.is_dir():
-        shutil.copytree(case / "input", root)
-    else:
-        root.mkdir()
-        shutil.copy(case, root / case.name)
-    result = _run(code, root)
-    findings = _render(result, root)
+@pytest.mark.parametrize("case", all_cases(), ids=lambda case: case.name)
+def test_fixture(case: Case, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    before = case.input_files()
+    root = write_files(before, tmp_path / "case")
+    result = _run(case.rule, root)
+    change, findings = make_diff(before, _tree_text(root)), _render(result, root)
     if request.config.getoption("--regen-fixtures"):
-        _save_expected(case, root, findings)
-    assert _tree_text(root) == _expected(case)
-    assert findings == _findings_file(case).read_text()
+        case.expected_diff.write_text(change)
+        case.expected_findings.write_text(findings)
+    assert change == case.expected_diff.read_text()
+    assert findings == case.expected_findings.read_text()
 
     fixed = _tree_text(root)
-    second = _run(code, root)
+    second = _run(case.rule, root)
     assert _tree_text(root) == fixed, "a second run changed the fixed code"
     assert not second.errors
+
+
+def test_the_rewrite_of_qwenimage_before_13406_is_the_module_that_pr_merged() -> None:
+    # The case is 0.42.1's module with #13406 reverted by our patch; our fix must give 0.42.1's module back.
+    case = find_case("DIF001/qwenimage_rope_pr13406")
+    module = "models/transformers/transformer_qwenimage.py"
+    assert case.expected_files()[f"diffusers/{module}"] == module_text("0.42.1", module)

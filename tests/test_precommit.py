@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tools.fixture_cases import find_case
+
 PROJECT = Path(__file__).resolve().parent.parent
-EXAMPLE = (PROJECT / "fixtures" / "DIF004" / "autoencoder_self_decode.py").read_text()
-FIXED = (PROJECT / "fixtures" / "DIF004" / "autoencoder_self_decode.expected.py").read_text()
+CASE = find_case("DIF004/autoencoder_self_decode")
+EXAMPLE, FIXED = CASE.input_text(), CASE.expected_text()
 
 
 def git(*args: str, cwd: Path) -> subprocess.CompletedProcess:

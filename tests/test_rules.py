@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from codemods.engine import Mode, RunOptions, run
 from codemods.findings import FixSafety
 from codemods.rules import all_rules, rule_class, select_rules
 from codemods.rules.base import DOC_SECTIONS
+from tools.fixture_cases import all_cases
 
 RULES = all_rules()
 
@@ -75,9 +77,15 @@ def test_the_readme_rule_table_lists_every_rule() -> None:
         assert f"| {rule.code} | {rule.name} | {rule.fix_safety.value} | {rule.summary} |" in readme
 
 
+@functools.cache
+def _fixture_texts() -> list[str]:
+    """Every fixture case's input and expected output files."""
+    return [text for case in all_cases() for tree in (case.input_files(), case.expected_files()) for text in tree.values()]
+
+
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
 def test_the_cheap_gate_never_rejects_a_file_the_trigger_matches(rule) -> None:
-    texts = [p.read_text() for p in (Path(__file__).resolve().parent.parent / "fixtures").rglob("*.py")]
+    texts = [*_fixture_texts()]
     texts += [*rule.valid, *(example.source for example in rule.invalid)]
     instance = rule()
     for text in texts:

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "DIF004"
+from tools.fixture_cases import find_case
+
 PACKAGE = "src/diffusers"
 
-# fixture -> where the code was cut from, inside the package
+# fixture case -> where its code was cut from, inside the package
 _PLACES = {
-    "autoencoder_self_decode.py": "models/autoencoders/autoencoder_kl.py",
-    "kandinsky_movq_subscript.py": "pipelines/kandinsky/pipeline_kandinsky.py",
-    "adapter_denoising_loop.py": "pipelines/t2i_adapter/pipeline_stable_diffusion_adapter.py",
-    "pndm_delegating_step.py": "pipelines/deprecated/pndm/pipeline_pndm.py",
+    "DIF004/autoencoder_self_decode": "models/autoencoders/autoencoder_kl.py",
+    "DIF004/kandinsky_movq_subscript": "pipelines/kandinsky/pipeline_kandinsky.py",
+    "DIF004/adapter_denoising_loop": "pipelines/t2i_adapter/pipeline_stable_diffusion_adapter.py",
+    "DIF004/pndm_delegating_step": "pipelines/deprecated/pndm/pipeline_pndm.py",
 }
 COPY = "pipelines/ddim/pipeline_ddim.py"
 COPY_SOURCE = "diffusers.pipelines.deprecated.pndm.pipeline_pndm.PNDMPipeline.__call__"
@@ -191,8 +192,8 @@ def tree_files() -> dict[str, str]:
     """Repository-relative path -> text, for every file of the tree."""
     files = {"README.md": "# a diffusers-like repository\n", "pyproject.toml": '[project]\nname = "diffusers"\n'}
     package = dict(_CALLEES)
-    for fixture, place in _PLACES.items():
-        package[place] = (FIXTURES / fixture).read_text()
+    for case, place in _PLACES.items():
+        package[place] = find_case(case).input_text()
     package[COPY] = _copied_pipeline(package["pipelines/deprecated/pndm/pipeline_pndm.py"])
     for place in list(package):
         parts = Path(place).parts

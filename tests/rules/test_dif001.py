@@ -9,15 +9,13 @@ bit-identical outputs.
 from __future__ import annotations
 
 import json
-import shutil
 import textwrap
 from pathlib import Path
 
 from conftest import DiffusersTrees, run_python_in_tree
 
 from codemods.engine import Mode, RunOptions, run
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "DIF001"
+from tools.fixture_cases import find_case, write_files
 
 
 def _run(*paths: Path, unsafe: bool = True):
@@ -32,7 +30,7 @@ def _fix_snippet(tmp_path: Path, code: str, unsafe: bool = True):
 
 
 def test_source_with_copies_outside_the_run_is_left_unfixed(tmp_path: Path) -> None:
-    shutil.copytree(FIXTURES / "copied_from_tree" / "input", tmp_path / "tree")
+    write_files(find_case("DIF001/copied_from_tree").input_files(), tmp_path / "tree")
     transformers = tmp_path / "tree" / "diffusers" / "models" / "transformers"
     source = transformers / "transformer_nucleusmoe_image.py"
     before = source.read_text()
@@ -49,7 +47,7 @@ def test_source_with_copies_outside_the_run_is_left_unfixed(tmp_path: Path) -> N
 
 
 def test_unsafe_fix_is_applied_only_on_request(tmp_path: Path) -> None:
-    code = FIXTURES.joinpath("kandinsky5_time_embeddings.py").read_text()
+    code = find_case("DIF001/kandinsky5_time_embeddings").input_text()
     result, after = _fix_snippet(tmp_path, code, unsafe=False)
     assert after == code
     [finding] = result.findings

@@ -1,14 +1,13 @@
 """`verify()` end to end on real diffusers trees: the original and the rewritten copy, side by side.
 
-QwenImage before diffusers #13406 (the fixture: installed 0.42.1 with that PR's hunks reverted)
-copied its RoPE table to the device on every forward; our DIF001 rewrite must take that copy
-away with bit-identical outputs. The installed 0.42.1 still has the pattern in NucleusMoE
+QwenImage before diffusers #13406 (fixture case DIF001/qwenimage_rope_pr13406: installed 0.42.1 with
+that PR's hunks reverted) copied its RoPE table to the device on every forward; our DIF001 rewrite
+must take that copy away with bit-identical outputs. The installed 0.42.1 still has the pattern in NucleusMoE
 (see test_cli_verify.py), and a scheduler lookup on the first step that DIF005 removes.
 """
 
 from __future__ import annotations
 
-import difflib
 import shutil
 from pathlib import Path
 
@@ -18,9 +17,10 @@ from bot.verify import verify
 from bot.verify.report import TargetResult, VerifyReport
 from codemods.project import installed_diffusers
 from codemods.rules import all_rules
+from tools.fixture_cases import find_case
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "verify"
 QWEN = "models/transformers/transformer_qwenimage.py"
+QWEN_BEFORE_13406 = find_case("DIF001/qwenimage_rope_pr13406").input_files()[f"diffusers/{QWEN}"]
 
 
 def _copy_installed(destination: Path) -> Path:
@@ -29,43 +29,14 @@ def _copy_installed(destination: Path) -> Path:
     return package
 
 
-def _apply_unified_diff(text: str, patch: str) -> str:
-    """Apply a unified diff whose context must match exactly (no fuzz, no offsets beyond the header's)."""
-    lines, out, position = text.splitlines(keepends=True), [], 0
-    hunks = patch.split("\n@@ ")[1:]
-    for hunk in hunks:
-        header, _, body = hunk.partition("\n")
-        start = int(header.split()[0][1:].split(",")[0]) - 1
-        out += lines[position:start]
-        position = start
-        for line in body.splitlines(keepends=True):
-            if line.startswith((" ", "-")):
-                assert lines[position][:-1] == line[1:].rstrip("\n"), f"context mismatch at line {position + 1}"
-                position += 1
-                if line.startswith(" "):
-                    out.append(lines[position - 1])
-            elif line.startswith("+"):
-                out.append(line[1:] if line.endswith("\n") else line[1:] + "\n")
-    return "".join(out + lines[position:])
-
-
 def _target(report: VerifyReport, name: str) -> TargetResult:
     return next(t for t in report.targets if t.target == name)
-
-
-def test_the_fixture_is_the_installed_file_with_pr_13406_reverted() -> None:
-    installed = (installed_diffusers() / QWEN).read_text()
-    patch = (FIXTURES / "qwenimage_before_13406.patch").read_text()
-    reverted = (FIXTURES / "transformer_qwenimage_before_13406.py").read_text()
-    assert _apply_unified_diff(installed, patch) == reverted, "".join(
-        difflib.unified_diff(_apply_unified_diff(installed, patch).splitlines(True), reverted.splitlines(True))
-    )
 
 
 @pytest.fixture(scope="module")
 def qwen_before_13406(tmp_path_factory: pytest.TempPathFactory) -> VerifyReport:
     package = _copy_installed(tmp_path_factory.mktemp("qwen-before-13406"))
-    shutil.copyfile(FIXTURES / "transformer_qwenimage_before_13406.py", package / QWEN)
+    (package / QWEN).write_text(QWEN_BEFORE_13406)
     return verify(package, select=("DIF001",), paths=(package / QWEN,))
 
 
