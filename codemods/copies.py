@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from codemods.facts import FileFacts
 from codemods.project import ProjectIndex
+from codemods.source import split_lines
 
 _COPY_COMMENT = re.compile(r"^(\s*)#\s*Copied from\s+diffusers\.(\S+\.\S+)\s*($|\S.*$)")
 _REPLACEMENT = re.compile(r"^\s*(\S+)->(\S+)(\s+.*|$)")
@@ -91,7 +92,7 @@ def copy_is_consistent(pair: CopyPair, text_of: Callable[[str], str], facts_of: 
 
 def _body(text: str, lines: tuple[int, int]) -> str:
     first, last = lines
-    return "\n".join(text.splitlines()[first:last])
+    return "\n".join(split_lines(text)[first:last])
 
 
 def _apply_replacements(code: str, replacements: str) -> str:

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemods.copies import CopyPair, copy_is_consistent, copy_pairs
+from codemods.discovery import DEPRECATED_REASON
 from codemods.facts import FileFacts
+from codemods.files import SourceDecodeError, WriteRefused, read_source, why_not_writable
 from codemods.findings import FileError, Finding, Fix
 from codemods.project import ProjectIndex
 from codemods.rules import select_rules
@@ -74,12 +75,13 @@ class Fixer:
 
     def fix(self, findings: list[Finding]) -> dict[str, tuple[str, str]]:
         candidates = [f for f in findings if self.run.wanted(f) and f.path not in self.errors]
+        self._refuse_unchangeable(candidates)
         self._decline_conflicts(candidates)
         changes: dict[str, tuple[str, str]] = {}
         for _ in range(_MAX_ROUNDS):
             active = [f for f in candidates if id(f) not in self.declined and f.path not in self.errors]
             changes, rescans = self._apply(active)
-            if self._check_copies(active, changes, rescans) and self._check_second_pass(active, changes, rescans):
+            if self._check_copies(active, changes, rescans) and self._check_second_pass(candidates, changes, rescans):
                 break
         else:
             changes = {}
@@ -91,6 +93,25 @@ class Fixer:
             else:
                 finding.fixed = finding.path in changes
         return changes
+
+    def _refuse_unchangeable(self, candidates: list[Finding]) -> None:
+        """Files that cannot be read again or written fail before any fix is planned, so that their
+        `# Copied from` partners are not changed either."""
+        by_path: dict[str, list[Finding]] = {}
+        for finding in candidates:
+            by_path.setdefault(finding.path, []).append(finding)
+        for path, group in by_path.items():
+            try:
+                self._original(path)
+            except OSError as error:
+                self._fail(path, f"cannot read: {error.strerror}", group)
+                continue
+            except SourceDecodeError as error:
+                self._fail(path, str(error), group)
+                continue
+            reason = why_not_writable(path) if self.run.writes else None
+            if reason:
+                self._fail(path, reason, group)
 
     def _decline_conflicts(self, candidates: list[Finding]) -> None:
         """Two fixes replacing the same node cannot both apply; the first (by position) wins."""
@@ -118,8 +139,9 @@ class Fixer:
         ]
         changes = {}
         for applied in self.run.map(run_apply_job, jobs, "fix"):
-            if applied.error:
-                self._fail(applied.path, applied.error, by_path[applied.path])
+            error = applied.error or self._unencodable(applied)
+            if error:
+                self._fail(applied.path, error, by_path[applied.path])
             elif applied.text != self._original(applied.path):
                 changes[applied.path] = (self._original(applied.path), applied.text)
         rescan_jobs = [self.run.job(path, after) for path, (_, after) in changes.items()]
@@ -132,8 +154,15 @@ class Fixer:
 
     def _original(self, path: str) -> str:
         if path not in self.run.originals:
-            self.run.originals[path] = Path(path).read_bytes().decode("utf-8")
-        return self.run.originals[path]
+            self.run.originals[path] = read_source(path)
+        return self.run.originals[path].text
+
+    def _unencodable(self, applied: Applied) -> str | None:
+        try:
+            self.run.originals[applied.path].encode(applied.text)
+        except WriteRefused as refused:
+            return str(refused)
+        return None
 
     def _fail(self, path: str, message: str, findings: list[Finding]) -> None:
         self.errors[path] = FileError(path, message)
@@ -178,16 +207,25 @@ class Fixer:
         outside = [p for p in (pair.copy_path, pair.source_path) if p not in in_run]
         if outside:
             return f"{members}; both must change together, and {', '.join(outside)} is not part of this run"
+        frozen = [p for p in (pair.copy_path, pair.source_path) if p in self.run.frozen]
+        if frozen:
+            return f"{members}; both must change together, and {', '.join(frozen)} may not change ({DEPRECATED_REASON})"
         if not copy_is_consistent(pair, before, self.index.facts):
             return f"{members}, but they already differ, so agreement after the fix cannot be shown"
         if not copy_is_consistent(pair, after, facts_after):
             return f"{members}; the fix does not apply to both alike, so it is applied to neither"
         return None
 
-    def _check_second_pass(self, active: list[Finding], changes: dict[str, tuple[str, str]], rescans: dict[str, Scan]) -> bool:
-        """A second run must apply nothing: what is still fixable was declined on purpose."""
+    def _check_second_pass(
+        self, candidates: list[Finding], changes: dict[str, tuple[str, str]], rescans: dict[str, Scan]
+    ) -> bool:
+        """A second run must apply nothing: what is still fixable was declined on purpose.
+
+        Declined in any round, not only this one: a fix declined in round 1 (its copy group cannot
+        change together) is still in the file, and a second run finds it again by design.
+        """
         index = self.index.overlay({p: after for p, (_, after) in changes.items()}, {p: s.facts for p, s in rescans.items()})
-        declined = Counter(f.path for f in active if id(f) in self.declined)
+        declined = Counter(f.path for f in candidates if id(f) in self.declined)
         settled = True
         for path, scan in rescans.items():
             again = [f for f in self.run.resolve([scan], index, {}) if self.run.wanted(f)]
@@ -196,7 +234,7 @@ class Fixer:
                 self._fail(
                     path,
                     f"rule {leftover.code} would change the fixed file again (line {leftover.line}): not idempotent",
-                    [f for f in active if f.path == path],
+                    [f for f in candidates if f.path == path and id(f) not in self.declined],
                 )
                 settled = False
         return settled

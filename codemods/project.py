@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 
 from codemods.facts import ClassFacts, CopyBlock, FileFacts, MethodFacts, extract_facts
+from codemods.files import SourceDecodeError, read_source
 
 _DEFINED_FUNCTION = re.compile(r"^def (\w+)", re.MULTILINE)
 _CLASS_NAME = re.compile(r"^\s*class (\w+)", re.MULTILINE)
@@ -114,8 +115,8 @@ class ProjectIndex:
     def text(self, path: str) -> str | None:
         if path not in self._texts:
             try:
-                self._texts[path] = Path(path).read_text("utf-8")
-            except (OSError, UnicodeDecodeError):
+                self._texts[path] = read_source(path).text
+            except (OSError, SourceDecodeError):
                 self._texts[path] = None
         return self._texts[path]
 
