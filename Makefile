@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # On 2 shared cores, two torch threads give 100x latency spikes.
 export OMP_NUM_THREADS := 1
 
-.PHONY: install demo test benchmark clean
+.PHONY: install demo test benchmark sweep clean
 
 install: $(STAMP)
 
@@ -47,6 +47,10 @@ test: install
 
 benchmark: install .venv-bench/bin/fixit
 	$(BIN)/python benchmarks/run.py --profile
+
+# Every diffusers release on PyPI from 0.10.0 through the engine (hours; resumable): docs/releases.md.
+sweep: install
+	nice -n 10 $(BIN)/python benchmarks/sweep.py --jobs 2
 
 clean:
 	rm -rf $(VENV) .venv-bench demo .codemod_cache .pytest_cache

@@ -5,6 +5,7 @@ Imported only when a file gets a fix: detection never pays for libcst.
 
 from __future__ import annotations
 
+import bisect
 import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -44,7 +45,17 @@ class _EditApplier(cst.CSTTransformer):
         super().__init__()
         self._positions = positions
         self._edits = edits
+        self._first_lines = sorted(ref.line for ref in edits)
         self.pending = set(edits)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # Descend only where an edit starts: most of a file is untouched, and visiting it cost as much
+        # as parsing it.
+        position = self._positions.get(node)
+        if position is None:
+            return True
+        first = bisect.bisect_left(self._first_lines, position.start.line)
+        return first < len(self._first_lines) and self._first_lines[first] <= position.end.line
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:
         position = self._positions.get(original_node)

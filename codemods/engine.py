@@ -16,6 +16,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codemods.cache import ScanCache, digest, run_key
 from codemods.config import Config, find_pyproject, load_config
@@ -29,6 +30,9 @@ from codemods.rules import select_rules
 from codemods.rules.base import Rule
 from codemods.scan import Scan, ScanJob, file_facts, run_scan_job
 from codemods.source import SourceFile
+
+if TYPE_CHECKING:
+    from codemods.formatter import FormatterGate, GateReport
 
 Progress = Callable[[str, int, int], None]
 
@@ -62,6 +66,7 @@ class RunResult:
     changes: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (before, after)
     # Findings in files the run may not change (pipelines/deprecated/): neither fixed nor reported, only counted.
     skipped: list[Finding] = field(default_factory=list)
+    formatter: GateReport | None = None  # the target's pinned formatter as a gate on our hunks (None: none pinned)
 
     @property
     def remaining(self) -> list[Finding]:
@@ -88,6 +93,7 @@ class RunResult:
             "files_changed": len(self.changes),
             "errors": len(self.errors),
             "skipped": self.skipped_summary(),
+            "formatter": self.formatter.to_dict() if self.formatter else None,
         }
 
     def skipped_summary(self) -> list[dict[str, object]]:
@@ -137,10 +143,17 @@ class _Run:
         self.cache = ScanCache(options.cache_dir, cache_key)
         self.used_cache_keys: set[str] = set()
         self.jobs = options.jobs or os.cpu_count() or 1
+        self.pyproject = config.pyproject
         self.frozen: set[str] = set()  # files never changed: findings there are only counted
         if not _include_deprecated(options, config):
             self.frozen = {p for p, root in self.roots.items() if is_deprecated_pipeline(module_name(Path(p), root))}
         self.originals: dict[str, SourceText] = {}  # files a fix touches, as read before fixing
+
+    def formatter_gate(self) -> FormatterGate | None:
+        from codemods.formatter import FormatterGate, find_pin  # only a run with fixes pays for it
+
+        pin = find_pin(self.pyproject)
+        return FormatterGate(pin) if pin else None
 
     @property
     def writes(self) -> bool:
@@ -181,6 +194,7 @@ class _Run:
 
             fixer = Fixer(self, index, errors)
             result.changes = fixer.fix(result.findings)
+            result.formatter = fixer.gate_report()
             if self.options.mode is Mode.WRITE:
                 self.write(result.changes, errors)
         result.errors = sorted(errors.values(), key=lambda e: e.path)

@@ -19,9 +19,10 @@ from codemods.discovery import DEPRECATED_REASON
 from codemods.facts import FileFacts
 from codemods.files import SourceDecodeError, WriteRefused, read_source, why_not_writable
 from codemods.findings import FileError, Finding, Fix
+from codemods.formatter import FileVerdict, GateReport, findings_in
 from codemods.project import ProjectIndex
 from codemods.rules import select_rules
-from codemods.scan import Scan, run_scan_job
+from codemods.scan import Scan, ScanJob, run_scan_job
 
 if TYPE_CHECKING:
     from codemods.engine import _Run
@@ -72,6 +73,12 @@ class Fixer:
         self.index = index
         self.errors = errors
         self.declined: dict[int, str] = {}
+        self._applied: dict[ApplyJob, Applied] = {}
+        self._rescans: dict[ScanJob, Scan] = {}
+        self.gate = run.formatter_gate()
+        self._verdicts: dict[tuple[str, str], FileVerdict] = {}  # (path, fixed text) -> the gate's verdict
+        self._final_verdicts: dict[str, FileVerdict] = {}
+        self._refused_hunks: set[tuple[str, int, int]] = set()
 
     def fix(self, findings: list[Finding]) -> dict[str, tuple[str, str]]:
         candidates = [f for f in findings if self.run.wanted(f) and f.path not in self.errors]
@@ -80,8 +87,8 @@ class Fixer:
         changes: dict[str, tuple[str, str]] = {}
         for _ in range(_MAX_ROUNDS):
             active = [f for f in candidates if id(f) not in self.declined and f.path not in self.errors]
-            changes, rescans = self._apply(active)
-            if self._check_copies(active, changes, rescans) and self._check_second_pass(candidates, changes, rescans):
+            changes, rescans, styled = self._apply(active)
+            if styled and self._check_copies(active, changes, rescans) and self._check_second_pass(candidates, changes, rescans):
                 break
         else:
             changes = {}
@@ -129,7 +136,8 @@ class Fixer:
                     break
                 owner[key] = (finding, edit)
 
-    def _apply(self, active: list[Finding]) -> tuple[dict[str, tuple[str, str]], dict[str, Scan]]:
+    def _apply(self, active: list[Finding]) -> tuple[dict[str, tuple[str, str]], dict[str, Scan], bool]:
+        """The fixed texts and their re-scans; False when the formatter gate refused a hunk (another round)."""
         by_path: dict[str, list[Finding]] = {}
         for finding in active:
             by_path.setdefault(finding.path, []).append(finding)
@@ -137,20 +145,61 @@ class Fixer:
             ApplyJob(path, self._original(path), tuple((f.code, f.fix) for f in sorted(group, key=Finding.sort_key)))
             for path, group in sorted(by_path.items())
         ]
+        # Each round re-applies from the original texts; a file whose set of fixes did not change since
+        # an earlier round is not parsed with libcst again.
+        pending = [job for job in jobs if job not in self._applied]
+        for job, applied in zip(pending, self.run.map(run_apply_job, pending, "fix")):
+            self._applied[job] = applied
         changes = {}
-        for applied in self.run.map(run_apply_job, jobs, "fix"):
+        for applied in (self._applied[job] for job in jobs):
             error = applied.error or self._unencodable(applied)
             if error:
                 self._fail(applied.path, error, by_path[applied.path])
             elif applied.text != self._original(applied.path):
                 changes[applied.path] = (self._original(applied.path), applied.text)
+        styled = self._style(changes, by_path)
         rescan_jobs = [self.run.job(path, after) for path, (_, after) in changes.items()]
-        rescans = {scan.path: scan for scan in self.run.map(run_scan_job, rescan_jobs, "check")}
+        pending_scans = [job for job in rescan_jobs if job not in self._rescans]
+        for job, scan in zip(pending_scans, self.run.map(run_scan_job, pending_scans, "check")):
+            self._rescans[job] = scan
+        rescans = {job.path: self._rescans[job] for job in rescan_jobs}
         for path, scan in rescans.items():
             if scan.error:
                 self._fail(path, f"the fixed file failed its re-check: {scan.error.message}", by_path[path])
                 del changes[path]
-        return changes, rescans
+        return changes, rescans, styled
+
+    def _style(self, changes: dict[str, tuple[str, str]], by_path: dict[str, list[Finding]]) -> bool:
+        """Re-lay our hunks as the target's formatter would, in place; decline the fixes in hunks it
+        would re-wrap beyond them. True if none was declined."""
+        gate = self.gate
+        if gate is None or not changes:
+            return True
+        pending = {path: change for path, change in changes.items() if (path, change[1]) not in self._verdicts}
+        for path, verdict in gate.check(pending).items():
+            self._verdicts[path, pending[path][1]] = verdict
+        settled = True
+        self._final_verdicts = {}
+        for path, (before, after) in list(changes.items()):
+            verdict = self._verdicts.get((path, after))
+            if verdict is None:  # the formatter is unavailable: said once in the summary
+                continue
+            self._final_verdicts[path] = verdict
+            for hunk in verdict.refused:
+                self._refused_hunks.add((path, hunk.first, hunk.last))
+                for finding in findings_in(hunk, by_path[path]):
+                    self.declined[id(finding)] = hunk.reason
+                settled = False
+            changes[path] = (before, verdict.text)
+        return settled
+
+    def gate_report(self) -> GateReport | None:
+        """The formatter gate's line in the summary: hunks re-laid in what is written, hunks refused."""
+        if self.gate is None:
+            return None
+        self.gate.report.relaid = sum(v.relaid for v in self._final_verdicts.values() if not v.refused)
+        self.gate.report.refused = len(self._refused_hunks)
+        return self.gate.report
 
     def _original(self, path: str) -> str:
         if path not in self.run.originals:

@@ -21,6 +21,7 @@ from codemods.files import SourceDecodeError, read_source
 
 _DEFINED_FUNCTION = re.compile(r"^def (\w+)", re.MULTILINE)
 _CLASS_NAME = re.compile(r"^\s*class (\w+)", re.MULTILINE)
+_CITED = re.compile(r"Copied from[ \t]+diffusers\.(\S+)")
 
 
 def installed_diffusers() -> Path | None:
@@ -171,9 +172,13 @@ class ProjectIndex:
         members = [m for cls in classes for m in cls.enum_members]
         return members or [name]
 
+    @cached_property
+    def _path_set(self) -> frozenset[str]:
+        return frozenset(self.paths)
+
     def module_path(self, module: str) -> str | None:
         """The file of `models.x.y` (dotted, without the package name) in any root."""
-        paths = set(self.paths)
+        paths = self._path_set
         for root in self._roots:
             candidate = str(root.joinpath(*module.split(".")).with_suffix(".py")) if root.is_dir() else None
             if candidate in paths:
@@ -184,13 +189,22 @@ class ProjectIndex:
         """Files of the tree whose text holds `needle` (a cheap first pass before parsing any of them)."""
         return [path for path in self.paths if needle in (self.text(path) or "")]
 
+    @cached_property
+    def _citing_files(self) -> dict[str, list[str]]:
+        """Each `# Copied from diffusers.X` source X -> the files citing it, found in the texts without parsing."""
+        where: dict[str, list[str]] = {}
+        for path in self.paths:
+            known = self._facts.get(path)
+            sources = {b.source for b in known.copies} if known is not None else set(_CITED.findall(self.text(path) or ""))
+            for source in sources:
+                where.setdefault(source, []).append(path)
+        return where
+
     def copies_citing(self, dotted: str, inner: bool = False) -> list[CopyBlock]:
         """Blocks marked `# Copied from diffusers.<dotted>`; with `inner`, also those copied from inside it."""
-        needle = f"Copied from diffusers.{dotted}"
         blocks = []
-        for path in self.paths:
-            if path not in self._facts and needle not in (self.text(path) or ""):
-                continue
+        candidates = {path for source, paths in self._citing_files.items() if source.startswith(dotted) for path in paths}
+        for path in sorted(candidates):
             facts = self.facts(path)
             for block in facts.copies if facts else ():
                 if block.source == dotted or (inner and block.source.startswith(dotted + ".")):
