@@ -37,7 +37,11 @@ def apply_fixes(text: str, fixes: Sequence[tuple[Rule, Fix]]) -> str:
         missing = ", ".join(f"{ref.kind} at {ref.line}:{ref.column + 1}" for ref in sorted(applier.pending))
         raise EditNotApplied(f"no node for edit(s): {missing}")
     requests = list(dict.fromkeys(request for _, fix in fixes for request in fix.imports))
-    return add_imports(module, requests).code
+    code = add_imports(module, requests).code
+    # libcst drops the last line ending of a file whose lines end in a bare "\r" (old Mac style).
+    if text.endswith("\r") and not code.endswith(("\r", "\n")):
+        code += "\r"
+    return code
 
 
 class _EditApplier(cst.CSTTransformer):

@@ -187,7 +187,6 @@ class _Run:
         findings = self.resolve(scans.values(), index, errors)
         if not loose and set(index.paths) <= set(self.files):  # whole trees: nothing outside the run was read
             self.cache.put_run_result(key, (findings, sorted(errors.values(), key=lambda e: e.path)))
-        self.cache.save(self.used_cache_keys)
         self.keep_changeable(result, findings)
         if self.options.mode is not Mode.CHECK:
             from codemods.fixing import Fixer
@@ -197,6 +196,7 @@ class _Run:
             result.formatter = fixer.gate_report()
             if self.options.mode is Mode.WRITE:
                 self.write(result.changes, errors)
+        self.cache.save(self.used_cache_keys)
         result.errors = sorted(errors.values(), key=lambda e: e.path)
         result.findings.sort(key=Finding.sort_key)
         return result

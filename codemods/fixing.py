@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
+from codemods.cache import digest
 from codemods.copies import CopyPair, copy_is_consistent, copy_pairs
 from codemods.discovery import DEPRECATED_REASON
 from codemods.facts import FileFacts
@@ -60,6 +61,10 @@ def run_apply_job(job: ApplyJob) -> Applied:
     except (SyntaxError, ValueError) as error:
         return Applied(job.path, None, f"fix produced code that does not compile: {error}")
     return Applied(job.path, text)
+
+
+def _apply_key(job: ApplyJob) -> str:
+    return "apply:" + digest(job.path, job.text.encode("utf-8") + repr(job.fixes).encode("utf-8"))
 
 
 @cache
@@ -146,10 +151,15 @@ class Fixer:
             for path, group in sorted(by_path.items())
         ]
         # Each round re-applies from the original texts; a file whose set of fixes did not change since
-        # an earlier round is not parsed with libcst again.
+        # an earlier round (or an earlier run: the cache) is not parsed with libcst again.
+        for job in jobs:
+            if job not in self._applied and (known := self.run.cache.get(_apply_key(job))) is not None:
+                self._applied[job] = known
         pending = [job for job in jobs if job not in self._applied]
         for job, applied in zip(pending, self.run.map(run_apply_job, pending, "fix")):
             self._applied[job] = applied
+            self.run.cache.put(_apply_key(job), applied)
+        self.run.used_cache_keys.update(_apply_key(job) for job in jobs)
         changes = {}
         for applied in (self._applied[job] for job in jobs):
             error = applied.error or self._unencodable(applied)
@@ -159,9 +169,16 @@ class Fixer:
                 changes[applied.path] = (self._original(applied.path), applied.text)
         styled = self._style(changes, by_path)
         rescan_jobs = [self.run.job(path, after) for path, (_, after) in changes.items()]
+        # Keyed as the scan of the written file will be: the next run over the fixed tree reads it back.
+        scan_keys = {job: digest(job.path, job.text.encode("utf-8")) for job in rescan_jobs}
+        for job in rescan_jobs:
+            if job not in self._rescans and (known := self.run.cache.get(scan_keys[job])) is not None:
+                self._rescans[job] = known
         pending_scans = [job for job in rescan_jobs if job not in self._rescans]
         for job, scan in zip(pending_scans, self.run.map(run_scan_job, pending_scans, "check")):
             self._rescans[job] = scan
+            self.run.cache.put(scan_keys[job], scan)
+        self.run.used_cache_keys.update(scan_keys.values())
         rescans = {job.path: self._rescans[job] for job in rescan_jobs}
         for path, scan in rescans.items():
             if scan.error:

@@ -24,12 +24,50 @@ def pytest_addoption(parser):
     )
 
 
+# diffusers' formatter pin and ruff settings (setup.py, pyproject.toml), written out by us: a tree
+# laid out like a checkout gets the same formatter gate as a real one.
+RUFF_PIN = "ruff==0.9.10"
+RUFF_SETTINGS = """\
+[tool.ruff]
+line-length = 119
+
+[tool.ruff.lint]
+ignore = ["C901", "E501", "E721", "E741", "F402", "F823"]
+select = ["C", "E", "F", "I", "W"]
+
+[tool.ruff.lint.per-file-ignores]
+"__init__.py" = ["E402", "F401", "F403", "F811"]
+"src/diffusers/utils/dummy_*.py" = ["F401"]
+
+[tool.ruff.lint.isort]
+lines-after-imports = 2
+known-first-party = ["diffusers"]
+
+[tool.ruff.format]
+quote-style = "double"
+indent-style = "space"
+skip-magic-trailing-comma = false
+line-ending = "auto"
+"""
+
+
+def write_checkout_config(root: Path) -> Path:
+    """`root/pyproject.toml` and `root/setup.py` as a diffusers checkout has them (formatter pin, ruff settings)."""
+    (root / "pyproject.toml").write_text(RUFF_SETTINGS)
+    (root / "setup.py").write_text(f'_deps = [\n    "{RUFF_PIN}",\n]\n')
+    return root
+
+
 @dataclass(frozen=True)
 class DiffusersTrees:
-    """A pristine copy of the installed diffusers and one rewritten by every rule (unsafe fixes included)."""
+    """A pristine copy of the installed diffusers and one rewritten by every rule (unsafe fixes included).
+
+    The rewritten copy is laid out as a checkout (`<checkout>/src/diffusers`, diffusers' ruff settings
+    and formatter pin beside it), so the run goes through the formatter gate as a user's would.
+    """
 
     original: Path  # parent directory holding `diffusers/`
-    rewritten: Path
+    rewritten: Path  # `<checkout>/src`
     result: RunResult
 
     def changed_files(self) -> list[str]:
@@ -46,7 +84,8 @@ def copy_installed_diffusers(destination: Path) -> Path:
 @pytest.fixture(scope="session")
 def diffusers_trees(tmp_path_factory: pytest.TempPathFactory) -> DiffusersTrees:
     original = copy_installed_diffusers(tmp_path_factory.mktemp("original"))
-    rewritten = copy_installed_diffusers(tmp_path_factory.mktemp("rewritten"))
+    checkout = write_checkout_config(tmp_path_factory.mktemp("checkout"))
+    rewritten = copy_installed_diffusers(checkout / "src")
     result = run(RunOptions(paths=(rewritten / "diffusers",), mode=Mode.WRITE, unsafe_fixes=True))
     return DiffusersTrees(original, rewritten, result)
 
