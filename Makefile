@@ -30,6 +30,8 @@ demo: install
 	rm -rf demo && mkdir -p demo/src
 	cp -r $(DIFFUSERS_SRC) demo/src/diffusers
 	find demo -name __pycache__ -prune -exec rm -rf {} +
+	# A checkout's formatter pin and ruff settings beside src/: line length and the formatter gate.
+	$(BIN)/python -m tools.checkout_layout demo
 	$(BIN)/codemod run --diff --unsafe-fixes demo/src/diffusers > demo/fixes.diff || true
 	@echo "--- the diff (demo/fixes.diff, first 60 lines) ---"; head -n 60 demo/fixes.diff
 	@echo "--- applying the fixes to demo/src/diffusers ---"

@@ -10,9 +10,10 @@ reason (the finding stays reported), and the rest is re-applied from the origina
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codemods.cache import digest
 from codemods.copies import CopyPair, copy_is_consistent, copy_pairs
@@ -20,7 +21,7 @@ from codemods.discovery import DEPRECATED_REASON
 from codemods.facts import FileFacts
 from codemods.files import SourceDecodeError, WriteRefused, read_source, why_not_writable
 from codemods.findings import FileError, Finding, Fix
-from codemods.formatter import FileVerdict, GateReport, findings_in
+from codemods.formatter import GateReport, findings_in
 from codemods.project import ProjectIndex
 from codemods.rules import select_rules
 from codemods.scan import Scan, ScanJob, run_scan_job
@@ -67,6 +68,10 @@ def _apply_key(job: ApplyJob) -> str:
     return "apply:" + digest(job.path, job.text.encode("utf-8") + repr(job.fixes).encode("utf-8"))
 
 
+def _scan_key(job: ScanJob) -> str:
+    return digest(job.path, job.text.encode("utf-8"))  # the key a scan of the written (UTF-8) file has
+
+
 @cache
 def _rules(codes: tuple[str, ...]) -> dict[str, object]:
     return {rule.code: rule for rule in select_rules(codes)}
@@ -81,9 +86,6 @@ class Fixer:
         self._applied: dict[ApplyJob, Applied] = {}
         self._rescans: dict[ScanJob, Scan] = {}
         self.gate = run.formatter_gate()
-        self._verdicts: dict[tuple[str, str], FileVerdict] = {}  # (path, fixed text) -> the gate's verdict
-        self._final_verdicts: dict[str, FileVerdict] = {}
-        self._refused_hunks: set[tuple[str, int, int]] = set()
 
     def fix(self, findings: list[Finding]) -> dict[str, tuple[str, str]]:
         candidates = [f for f in findings if self.run.wanted(f) and f.path not in self.errors]
@@ -152,16 +154,9 @@ class Fixer:
         ]
         # Each round re-applies from the original texts; a file whose set of fixes did not change since
         # an earlier round (or an earlier run: the cache) is not parsed with libcst again.
-        for job in jobs:
-            if job not in self._applied and (known := self.run.cache.get(_apply_key(job))) is not None:
-                self._applied[job] = known
-        pending = [job for job in jobs if job not in self._applied]
-        for job, applied in zip(pending, self.run.map(run_apply_job, pending, "fix")):
-            self._applied[job] = applied
-            self.run.cache.put(_apply_key(job), applied)
-        self.run.used_cache_keys.update(_apply_key(job) for job in jobs)
+        applied_texts = self._computed(jobs, self._applied, _apply_key, run_apply_job, "fix")
         changes = {}
-        for applied in (self._applied[job] for job in jobs):
+        for applied in applied_texts:
             error = applied.error or self._unencodable(applied)
             if error:
                 self._fail(applied.path, error, by_path[applied.path])
@@ -170,53 +165,40 @@ class Fixer:
         styled = self._style(changes, by_path)
         rescan_jobs = [self.run.job(path, after) for path, (_, after) in changes.items()]
         # Keyed as the scan of the written file will be: the next run over the fixed tree reads it back.
-        scan_keys = {job: digest(job.path, job.text.encode("utf-8")) for job in rescan_jobs}
-        for job in rescan_jobs:
-            if job not in self._rescans and (known := self.run.cache.get(scan_keys[job])) is not None:
-                self._rescans[job] = known
-        pending_scans = [job for job in rescan_jobs if job not in self._rescans]
-        for job, scan in zip(pending_scans, self.run.map(run_scan_job, pending_scans, "check")):
-            self._rescans[job] = scan
-            self.run.cache.put(scan_keys[job], scan)
-        self.run.used_cache_keys.update(scan_keys.values())
-        rescans = {job.path: self._rescans[job] for job in rescan_jobs}
+        scans = self._computed(rescan_jobs, self._rescans, _scan_key, run_scan_job, "check")
+        rescans = {scan.path: scan for scan in scans}
         for path, scan in rescans.items():
             if scan.error:
                 self._fail(path, f"the fixed file failed its re-check: {scan.error.message}", by_path[path])
                 del changes[path]
         return changes, rescans, styled
 
+    def _computed(self, jobs: list, memo: dict, key_of: Callable[[Any], str], function: Callable, phase: str) -> list:
+        """`function` over `jobs`, each computed once: this run's `memo`, then the cache of earlier runs."""
+        for job in jobs:
+            if job not in memo and (known := self.run.cache.get(key_of(job))) is not None:
+                memo[job] = known
+        pending = [job for job in jobs if job not in memo]
+        for job, value in zip(pending, self.run.map(function, pending, phase)):
+            memo[job] = value
+            self.run.cache.put(key_of(job), value)
+        self.run.used_cache_keys.update(map(key_of, jobs))
+        return [memo[job] for job in jobs]
+
     def _style(self, changes: dict[str, tuple[str, str]], by_path: dict[str, list[Finding]]) -> bool:
-        """Re-lay our hunks as the target's formatter would, in place; decline the fixes in hunks it
-        would re-wrap beyond them. True if none was declined."""
-        gate = self.gate
-        if gate is None or not changes:
+        """Our hunks re-laid as the target's formatter would (in place); the fixes in hunks it would
+        re-wrap beyond them declined. True if none was."""
+        if self.gate is None or not changes:
             return True
-        pending = {path: change for path, change in changes.items() if (path, change[1]) not in self._verdicts}
-        for path, verdict in gate.check(pending).items():
-            self._verdicts[path, pending[path][1]] = verdict
-        settled = True
-        self._final_verdicts = {}
-        for path, (before, after) in list(changes.items()):
-            verdict = self._verdicts.get((path, after))
-            if verdict is None:  # the formatter is unavailable: said once in the summary
-                continue
-            self._final_verdicts[path] = verdict
-            for hunk in verdict.refused:
-                self._refused_hunks.add((path, hunk.first, hunk.last))
+        refused = self.gate.relay(changes)
+        for path, hunks in refused.items():
+            for hunk in hunks:
                 for finding in findings_in(hunk, by_path[path]):
                     self.declined[id(finding)] = hunk.reason
-                settled = False
-            changes[path] = (before, verdict.text)
-        return settled
+        return not refused
 
     def gate_report(self) -> GateReport | None:
-        """The formatter gate's line in the summary: hunks re-laid in what is written, hunks refused."""
-        if self.gate is None:
-            return None
-        self.gate.report.relaid = sum(v.relaid for v in self._final_verdicts.values() if not v.refused)
-        self.gate.report.refused = len(self._refused_hunks)
-        return self.gate.report
+        return self.gate.final_report() if self.gate else None
 
     def _original(self, path: str) -> str:
         if path not in self.run.originals:

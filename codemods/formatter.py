@@ -109,11 +109,37 @@ class FormatterGate:
         self.pin = pin
         self.report = GateReport(pin.name, pin.pinned_in)
         self._ruff: Path | None = None
+        self._verdicts: dict[tuple[str, str], FileVerdict] = {}  # (path, fixed text): each judged once a run
+        self._last: dict[str, FileVerdict] = {}  # the verdicts on the last texts offered (what gets written)
+        self._refused: set[tuple[str, int, int]] = set()
 
-    def check(self, texts: dict[str, tuple[str, str]]) -> dict[str, FileVerdict]:
-        """`path -> (before, after)` to a verdict per path (none at all when the formatter is unavailable)."""
-        styled = self._style({path: after for path, (_, after) in texts.items()})
-        return {path: judge(before, after, styled[path], self.pin.name) for path, (before, after) in texts.items() if path in styled}
+    def relay(self, changes: dict[str, tuple[str, str]]) -> dict[str, list[RefusedHunk]]:
+        """Re-lay our hunks in `changes` (`path -> (before, after)`, updated in place); the refused hunks by path.
+
+        Nothing changes, and nothing is refused, when the formatter is unavailable.
+        """
+        pending = {path: change for path, change in changes.items() if (path, change[1]) not in self._verdicts}
+        styled = self._style({path: after for path, (_, after) in pending.items()})
+        for path, (before, after) in pending.items():
+            if path in styled:
+                self._verdicts[path, after] = judge(before, after, styled[path], self.pin.name)
+        self._last, refused = {}, {}
+        for path, (before, after) in list(changes.items()):
+            verdict = self._verdicts.get((path, after))
+            if verdict is None:
+                continue
+            self._last[path] = verdict
+            if verdict.refused:
+                refused[path] = verdict.refused
+                self._refused.update((path, hunk.first, hunk.last) for hunk in verdict.refused)
+            changes[path] = (before, verdict.text)
+        return refused
+
+    def final_report(self) -> GateReport:
+        """Hunks re-laid in what is written; hunks refused in any round."""
+        self.report.relaid = sum(v.relaid for v in self._last.values() if not v.refused)
+        self.report.refused = len(self._refused)
+        return self.report
 
     def _style(self, texts: dict[str, str]) -> dict[str, str]:
         """`make style` on copies of `texts` placed as in the target (its per-path configuration applies)."""

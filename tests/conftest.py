@@ -14,6 +14,7 @@ from github_double import github_double_fixture  # noqa: E402,F401  (the `github
 
 from codemods.engine import Mode, RunOptions, RunResult, run  # noqa: E402
 from codemods.project import installed_diffusers  # noqa: E402
+from tools.checkout_layout import write_checkout_config  # noqa: E402
 
 
 def pytest_addoption(parser):
@@ -22,40 +23,6 @@ def pytest_addoption(parser):
         action="store_true",
         help="Rewrite fixtures' expected outputs from the current rules (review the diff before committing).",
     )
-
-
-# diffusers' formatter pin and ruff settings (setup.py, pyproject.toml), written out by us: a tree
-# laid out like a checkout gets the same formatter gate as a real one.
-RUFF_PIN = "ruff==0.9.10"
-RUFF_SETTINGS = """\
-[tool.ruff]
-line-length = 119
-
-[tool.ruff.lint]
-ignore = ["C901", "E501", "E721", "E741", "F402", "F823"]
-select = ["C", "E", "F", "I", "W"]
-
-[tool.ruff.lint.per-file-ignores]
-"__init__.py" = ["E402", "F401", "F403", "F811"]
-"src/diffusers/utils/dummy_*.py" = ["F401"]
-
-[tool.ruff.lint.isort]
-lines-after-imports = 2
-known-first-party = ["diffusers"]
-
-[tool.ruff.format]
-quote-style = "double"
-indent-style = "space"
-skip-magic-trailing-comma = false
-line-ending = "auto"
-"""
-
-
-def write_checkout_config(root: Path) -> Path:
-    """`root/pyproject.toml` and `root/setup.py` as a diffusers checkout has them (formatter pin, ruff settings)."""
-    (root / "pyproject.toml").write_text(RUFF_SETTINGS)
-    (root / "setup.py").write_text(f'_deps = [\n    "{RUFF_PIN}",\n]\n')
-    return root
 
 
 @dataclass(frozen=True)

@@ -92,3 +92,11 @@ def test_a_non_boolean_setting_is_a_clear_error(checkout: Path) -> None:
     (checkout / "pyproject.toml").write_text('[tool.codemod]\ninclude-deprecated = "yes"\n')
     with pytest.raises(ConfigError, match=r"\[tool.codemod\] include-deprecated must be true or false$"):
         run(RunOptions(paths=(checkout / "src",), jobs=1))
+
+
+def test_the_bot_never_proposes_there_whatever_the_configuration_says(checkout: Path) -> None:
+    from bot.groups import find_groups
+
+    (checkout / "pyproject.toml").write_text("[tool.codemod]\ninclude-deprecated = true\n")
+    grouping = find_groups(checkout, ("DIF004",))
+    assert [path for group in grouping.groups for path in group.files] == ["src/diffusers/pipelines/live.py"]

@@ -11,13 +11,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import RUFF_PIN, RUFF_SETTINGS, DiffusersTrees, write_checkout_config
+from conftest import DiffusersTrees
 
 import codemods.rules.output_attribute_access as dif004
 from codemods import report
 from codemods.engine import Mode, RunOptions, run
 from codemods.formatter import find_pin, judge
 from codemods.tool_env import ToolUnavailable, installed_tool
+from tools.checkout_layout import RUFF_PIN, RUFF_SETTINGS, write_checkout_config
 
 MODEL = (
     "class Model:\n"
@@ -48,6 +49,15 @@ def _checkout(tmp_path: Path, body: str) -> Path:
     (package / "__init__.py").write_text("")
     (package / "pipe.py").write_text(MODEL + body)
     return package / "pipe.py"
+
+
+def _hugged_call(last_argument: str) -> str:
+    """A call as diffusers' DiT pipeline lays it out (ruff's "hug"): arguments on one line, `)` on its own."""
+    return (
+        "        noise_pred = self.unet(\n"
+        f"            latent_model_input, encoder_hidden_states=encoder_hidden_states, y={last_argument}\n"
+        "        ).sample\n"
+    )
 
 
 def _fix(target: Path):
@@ -114,40 +124,29 @@ def test_an_unavailable_formatter_is_said_once_and_the_fixes_stand(tmp_path: Pat
     assert result.summary()["formatter"]["checked"] is False
 
 
-def test_a_hugged_call_gets_the_argument_on_its_line(tmp_path: Path, ruff: Path) -> None:
-    # The layout diffusers' DiT pipeline has: arguments hugged on one line, `)` on its own.
-    call = (
-        "        noise_pred = self.unet(\n"
-        "            latent_model_input, encoder_hidden_states=encoder_hidden_states, y=latent_model_input\n"
-        "        ).sample\n"
-    )
-    target = _checkout(tmp_path, call)
+@pytest.mark.parametrize(
+    ("last_argument", "expected"),
+    [
+        # Still fits: the argument joins the hugged line (it went on a dedented line of its own before).
+        (
+            "latent_model_input",
+            "            latent_model_input, encoder_hidden_states=encoder_hidden_states, y=latent_model_input, "
+            "return_dict=False\n",
+        ),
+        # No longer fits: one argument a line, with a trailing comma.
+        (
+            "latent_model_input + 1.0",
+            "            latent_model_input,\n            encoder_hidden_states=encoder_hidden_states,\n"
+            "            y=latent_model_input + 1.0,\n            return_dict=False,\n",
+        ),
+    ],
+    ids=["fits", "overflows"],
+)
+def test_a_hugged_call_is_laid_out_as_ruff_lays_it(tmp_path: Path, ruff: Path, last_argument: str, expected: str) -> None:
+    target = _checkout(tmp_path, _hugged_call(last_argument))
     result = _fix(target)
-    assert target.read_text().endswith(
-        "        noise_pred = self.unet(\n"
-        "            latent_model_input, encoder_hidden_states=encoder_hidden_states, y=latent_model_input, return_dict=False\n"
-        "        )[0]\n"
-    )
+    assert target.read_text().endswith("        noise_pred = self.unet(\n" + expected + "        )[0]\n")
     assert (result.formatter.pinned_in, result.formatter.relaid, result.formatter.refused) == ("setup.py", 0, 0)
-
-
-def test_a_hugged_call_that_no_longer_fits_is_exploded(tmp_path: Path, ruff: Path) -> None:
-    call = (
-        "        noise_pred = self.unet(\n"
-        "            latent_model_input, encoder_hidden_states=encoder_hidden_states, y=latent_model_input + 1.0\n"
-        "        ).sample\n"
-    )
-    target = _checkout(tmp_path, call)
-    result = _fix(target)
-    assert target.read_text().endswith(
-        "        noise_pred = self.unet(\n"
-        "            latent_model_input,\n"
-        "            encoder_hidden_states=encoder_hidden_states,\n"
-        "            y=latent_model_input + 1.0,\n"
-        "            return_dict=False,\n"
-        "        )[0]\n"
-    )
-    assert result.formatter.relaid == result.formatter.refused == 0
 
 
 def test_a_hunk_the_formatter_lays_out_otherwise_is_re_laid(
@@ -157,12 +156,7 @@ def test_a_hunk_the_formatter_lays_out_otherwise_is_re_laid(
     # must take ruff's one-argument-a-line layout for exactly our lines.
     layout = dif004.argument_layout
     monkeypatch.setattr(dif004, "argument_layout", lambda *args: (("wrap", "keep"), layout(*args)[1]))
-    call = (
-        "        noise_pred = self.unet(\n"
-        "            latent_model_input, encoder_hidden_states=encoder_hidden_states, y=latent_model_input + 1.0\n"
-        "        ).sample\n"
-    )
-    target = _checkout(tmp_path, call)
+    target = _checkout(tmp_path, _hugged_call("latent_model_input + 1.0"))
     result = _fix(target)
     assert "            y=latent_model_input + 1.0,\n            return_dict=False,\n        )[0]\n" in target.read_text()
     assert (result.formatter.relaid, result.formatter.refused) == (1, 0)
