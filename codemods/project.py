@@ -9,6 +9,7 @@ of the tree is read and parsed only when a question names it.
 from __future__ import annotations
 
 import ast
+import bisect
 import importlib.util
 import re
 from collections.abc import Callable, Iterable
@@ -173,17 +174,19 @@ class ProjectIndex:
         return members or [name]
 
     @cached_property
-    def _path_set(self) -> frozenset[str]:
-        return frozenset(self.paths)
+    def _modules(self) -> dict[str, str]:
+        """`models.x.y` (dotted, without the package name) -> its file, for every file of the package roots."""
+        modules: dict[str, str] = {}
+        for root in self._roots:
+            if root.is_dir():
+                for path in self.paths:
+                    if Path(path).is_relative_to(root):
+                        modules.setdefault(".".join(Path(path).relative_to(root).with_suffix("").parts), path)
+        return modules
 
     def module_path(self, module: str) -> str | None:
         """The file of `models.x.y` (dotted, without the package name) in any root."""
-        paths = self._path_set
-        for root in self._roots:
-            candidate = str(root.joinpath(*module.split(".")).with_suffix(".py")) if root.is_dir() else None
-            if candidate in paths:
-                return candidate
-        return None
+        return self._modules.get(module)
 
     def paths_containing(self, needle: str) -> list[str]:
         """Files of the tree whose text holds `needle` (a cheap first pass before parsing any of them)."""
@@ -200,10 +203,19 @@ class ProjectIndex:
                 where.setdefault(source, []).append(path)
         return where
 
+    @cached_property
+    def _cited_sources(self) -> list[str]:
+        return sorted(self._citing_files)  # sorted: the sources starting with a name are one run
+
     def copies_citing(self, dotted: str, inner: bool = False) -> list[CopyBlock]:
         """Blocks marked `# Copied from diffusers.<dotted>`; with `inner`, also those copied from inside it."""
         blocks = []
-        candidates = {path for source, paths in self._citing_files.items() if source.startswith(dotted) for path in paths}
+        sources = self._cited_sources
+        candidates = set()
+        for position in range(bisect.bisect_left(sources, dotted), len(sources)):
+            if not sources[position].startswith(dotted):
+                break
+            candidates.update(self._citing_files[sources[position]])
         for path in sorted(candidates):
             facts = self.facts(path)
             for block in facts.copies if facts else ():

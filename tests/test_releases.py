@@ -10,7 +10,7 @@ test_diffusers_tree.py and on every release that imports by the sweep.)
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -27,6 +27,7 @@ class SweptRelease:
     original: Path  # the release's `diffusers/`, as published
     rewritten: Path
     result: RunResult
+    options: RunOptions
 
     def changed(self) -> list[str]:
         return changed_files(self.original, self.rewritten)
@@ -38,10 +39,12 @@ def swept(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         original = release_tree(request.param) / "diffusers"
     except ReleaseUnavailable as error:
         pytest.skip(str(error))
-    rewritten = tmp_path_factory.mktemp(f"release-{request.param}") / "diffusers"
+    scratch = tmp_path_factory.mktemp(f"release-{request.param}")
+    rewritten = scratch / "diffusers"
     shutil.copytree(original, rewritten, ignore=shutil.ignore_patterns("__pycache__"))
-    result = run(RunOptions(paths=(rewritten,), mode=Mode.WRITE, unsafe_fixes=True, jobs=2))
-    return SweptRelease(original, rewritten, result)
+    # A cache, as a user's second run would have: the second run then re-reads nothing it already knows.
+    options = RunOptions(paths=(rewritten,), mode=Mode.WRITE, unsafe_fixes=True, jobs=2, cache_dir=scratch / "cache")
+    return SweptRelease(original, rewritten, run(options), options)
 
 
 def test_the_run_fixes_files_without_an_error(swept: SweptRelease) -> None:
@@ -58,5 +61,5 @@ def test_copies_that_agreed_in_the_release_still_agree(swept: SweptRelease) -> N
 
 
 def test_a_second_run_changes_nothing(swept: SweptRelease) -> None:
-    again = run(RunOptions(paths=(swept.rewritten,), mode=Mode.DIFF, unsafe_fixes=True, jobs=2))
+    again = run(replace(swept.options, mode=Mode.DIFF))
     assert (list(again.changes), again.errors) == ([], [])
