@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # On 2 shared cores, two torch threads give 100x latency spikes.
 export OMP_NUM_THREADS := 1
 
-.PHONY: install demo test benchmark clean
+.PHONY: install demo test benchmark sweep clean
 
 install: $(STAMP)
 
@@ -30,6 +30,8 @@ demo: install
 	rm -rf demo && mkdir -p demo/src
 	cp -r $(DIFFUSERS_SRC) demo/src/diffusers
 	find demo -name __pycache__ -prune -exec rm -rf {} +
+	# A checkout's formatter pin and ruff settings beside src/: line length and the formatter gate.
+	$(BIN)/python -m tools.checkout_layout demo
 	$(BIN)/codemod run --diff --unsafe-fixes demo/src/diffusers > demo/fixes.diff || true
 	@echo "--- the diff (demo/fixes.diff, first 60 lines) ---"; head -n 60 demo/fixes.diff
 	@echo "--- applying the fixes to demo/src/diffusers ---"
@@ -47,6 +49,10 @@ test: install
 
 benchmark: install .venv-bench/bin/fixit
 	$(BIN)/python benchmarks/run.py --profile
+
+# Every diffusers release on PyPI from 0.10.0 through the engine (hours; resumable): docs/releases.md.
+sweep: install
+	nice -n 10 $(BIN)/python benchmarks/sweep.py --jobs 2
 
 clean:
 	rm -rf $(VENV) .venv-bench demo .codemod_cache .pytest_cache

@@ -154,7 +154,9 @@ def find_groups(
     errors: list[str] = []
     for rule in rules:
         log(f"engine: {rule} on {', '.join(str(p.relative_to(src.parent)) for p in paths)}")
-        result = run(RunOptions(paths=paths, mode=Mode.DIFF, unsafe_fixes=True, select=(rule,), cache_dir=cache_dir))
+        # pipelines/deprecated/ takes no changes: never proposed, whatever the checkout's configuration says.
+        options = RunOptions(paths, Mode.DIFF, unsafe_fixes=True, select=(rule,), cache_dir=cache_dir, include_deprecated=False)
+        result = run(options)
         errors += [f"{_relative(e.path, repo_root)}: {e.message}" for e in result.errors]
         if result.changes:
             groups += _split(rule, result, src, repo_root)

@@ -5,6 +5,7 @@ Imported only when a file gets a fix: detection never pays for libcst.
 
 from __future__ import annotations
 
+import bisect
 import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -36,7 +37,11 @@ def apply_fixes(text: str, fixes: Sequence[tuple[Rule, Fix]]) -> str:
         missing = ", ".join(f"{ref.kind} at {ref.line}:{ref.column + 1}" for ref in sorted(applier.pending))
         raise EditNotApplied(f"no node for edit(s): {missing}")
     requests = list(dict.fromkeys(request for _, fix in fixes for request in fix.imports))
-    return add_imports(module, requests).code
+    code = add_imports(module, requests).code
+    # libcst drops the last line ending of a file whose lines end in a bare "\r" (old Mac style).
+    if text.endswith("\r") and not code.endswith(("\r", "\n")):
+        code += "\r"
+    return code
 
 
 class _EditApplier(cst.CSTTransformer):
@@ -44,7 +49,17 @@ class _EditApplier(cst.CSTTransformer):
         super().__init__()
         self._positions = positions
         self._edits = edits
+        self._first_lines = sorted(ref.line for ref in edits)
         self.pending = set(edits)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # Descend only where an edit starts: most of a file is untouched, and visiting it cost as much
+        # as parsing it.
+        position = self._positions.get(node)
+        if position is None:
+            return True
+        first = bisect.bisect_left(self._first_lines, position.start.line)
+        return first < len(self._first_lines) and self._first_lines[first] <= position.end.line
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:
         position = self._positions.get(original_node)

@@ -103,6 +103,8 @@ def _print_result(result, output_format: OutputFormat) -> None:
         for error in result.errors:
             print(f"error: {report.display_path(error.path)}{f':{error.line}' if error.line else ''}: {error.message}", file=sys.stderr)
         print(report.summary_line(result), file=sys.stderr)
+        for note in report.summary_notes(result):
+            print(note, file=sys.stderr)
 
 
 class _progress:

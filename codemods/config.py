@@ -9,7 +9,7 @@ from pathlib import Path
 
 # diffusers' `[tool.ruff] line-length`; used when the target's pyproject does not say.
 DEFAULT_LINE_LENGTH = 119
-_KEYS = {"select", "ignore", "exclude"}
+_KEYS = {"select", "ignore", "exclude", "include-deprecated"}
 
 
 class ConfigError(Exception):
@@ -23,6 +23,8 @@ class Config:
     exclude: tuple[str, ...] = ()
     line_length: int = DEFAULT_LINE_LENGTH
     pyproject: Path | None = None
+    # `pipelines/deprecated/` is scanned but never changed unless the target opts in (see codemods.frozen).
+    include_deprecated: bool = False
 
 
 def find_pyproject(paths: Iterable[Path]) -> Path | None:
@@ -58,6 +60,7 @@ def load_config(pyproject: Path | None) -> Config:
         exclude=_strings(table, "exclude", pyproject),
         line_length=int(line_length) if isinstance(line_length, int) else DEFAULT_LINE_LENGTH,
         pyproject=pyproject,
+        include_deprecated=_boolean(table, "include-deprecated", pyproject),
     )
 
 
@@ -66,3 +69,10 @@ def _strings(table: dict, key: str, pyproject: Path) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{pyproject}: [tool.codemod] {key} must be a list of strings")
     return tuple(value)
+
+
+def _boolean(table: dict, key: str, pyproject: Path) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{pyproject}: [tool.codemod] {key} must be true or false")
+    return value

@@ -4,19 +4,30 @@ diffusers' `utils/check_copies.py` keeps each block marked `# Copied from diffus
 to X's body (after its `with A->B` renames). Rules fix each file on its own; the engine then
 asks this module which copy pairs a fix touches and checks them with the same comparison
 `check_copies` makes, before and after the rewrite.
+
+Where a copy renames (`with A->B`), check_copies formats the renamed source before comparing
+(`ruff format` today, black and doc-builder's docstring reflow in releases before 0.25), so a
+renamed line may wrap differently in the copy. Those pairs are compared modulo layout: the same
+tokens, with line breaks and the whitespace inside strings and comments set aside.
 """
 
 from __future__ import annotations
 
+import io
 import re
+import textwrap
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from codemods.facts import FileFacts
 from codemods.project import ProjectIndex
+from codemods.source import split_lines
 
 _COPY_COMMENT = re.compile(r"^(\s*)#\s*Copied from\s+diffusers\.(\S+\.\S+)\s*($|\S.*$)")
 _REPLACEMENT = re.compile(r"^\s*(\S+)->(\S+)(\s+.*|$)")
+_LAYOUT_TOKENS = (tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+_CLOSERS = (")", "]", "}")
 
 
 @dataclass(frozen=True, order=True)
@@ -77,7 +88,8 @@ def _resolve(index: ProjectIndex, dotted: str) -> tuple[str, str, tuple[int, int
 
 
 def copy_is_consistent(pair: CopyPair, text_of: Callable[[str], str], facts_of: Callable[[str], FileFacts | None]) -> bool:
-    """The comparison check_copies makes (without its ruff pass): copy body == source body after renames."""
+    """The comparison check_copies makes: copy body == source body after renames (and, with renames,
+    the formatter pass, approximated by comparing modulo layout)."""
     copy_facts, source_facts = facts_of(pair.copy_path), facts_of(pair.source_path)
     if copy_facts is None or source_facts is None:
         return False
@@ -86,12 +98,35 @@ def copy_is_consistent(pair: CopyPair, text_of: Callable[[str], str], facts_of: 
     observed = _body(text_of(pair.copy_path), copy_facts.definitions[pair.copy_qualname])
     theoretical = _body(text_of(pair.source_path), source_facts.definitions[pair.source_qualname])
     theoretical = "\n".join(line for line in theoretical.split("\n") if not _COPY_COMMENT.search(line))
-    return observed == _apply_replacements(theoretical, pair.replacements)
+    theoretical = _apply_replacements(theoretical, pair.replacements)
+    if observed == theoretical:
+        return True
+    return bool(pair.replacements) and _layout_free(observed) == _layout_free(theoretical) is not None
+
+
+def _layout_free(code: str) -> list[str] | None:
+    """The tokens of `code` as a formatter cannot change them: no line breaks inside brackets,
+    whitespace in strings and comments collapsed (docstrings are reflowed), a comma before a
+    closing bracket dropped (a wrapped call gains one). None if `code` does not tokenize."""
+    tokens: list[str] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(textwrap.dedent(code)).readline):
+            if token.type in _LAYOUT_TOKENS:
+                continue
+            if token.type in (tokenize.STRING, tokenize.COMMENT):
+                tokens.append(" ".join(token.string.split()))
+            elif token.string in _CLOSERS and tokens and tokens[-1] == ",":
+                tokens[-1] = token.string
+            else:
+                tokens.append(token.string)
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return tokens
 
 
 def _body(text: str, lines: tuple[int, int]) -> str:
     first, last = lines
-    return "\n".join(text.splitlines()[first:last])
+    return "\n".join(split_lines(text)[first:last])
 
 
 def _apply_replacements(code: str, replacements: str) -> str:

@@ -1,4 +1,4 @@
-"""Which files a run looks at: Python files under the given paths, minus excludes."""
+"""Which files a run looks at (Python files under the given paths, minus excludes) and which it may change."""
 
 from __future__ import annotations
 
@@ -7,6 +7,18 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from codemods.errors import UsageError
+
+# diffusers' `pipelines/deprecated/README.md`: the maintainers "will not accept any changes to
+# existing files" there. Those files are still scanned (other files' findings need their facts, and
+# the summary counts what was skipped), but nothing there is fixed or reported unless the target's
+# `[tool.codemod] include-deprecated = true` says so; the bot never proposes there at all.
+DEPRECATED_REASON = "diffusers accepts no changes to pipelines/deprecated/"
+
+
+def is_deprecated_pipeline(module: str) -> bool:
+    """`diffusers.pipelines.deprecated.*` (or the same place in a package of another name)."""
+    return module.split(".")[1:3] == ["pipelines", "deprecated"]
+
 
 # Never descended into: tool and VCS state, virtual environments, build output.
 _SKIPPED_DIRECTORIES = {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".nox", "build", "dist"}
@@ -26,13 +38,23 @@ def discover(paths: Iterable[Path], exclude: Iterable[str], base: Path) -> list[
     return sorted(found)
 
 
-def _python_files(directory: Path) -> list[Path]:
+def _python_files(directory: Path, visited: set[Path] | None = None) -> list[Path]:
+    # A symlinked directory is followed once: a link back up the tree would otherwise never end.
+    visited = visited if visited is not None else set()
+    real = directory.resolve()
+    if real in visited:
+        return []
+    visited.add(real)
     files = []
-    for child in sorted(directory.iterdir()):
+    try:
+        children = sorted(directory.iterdir())
+    except OSError as error:
+        raise UsageError(f"{directory}: cannot list the directory: {error.strerror}") from None
+    for child in children:
         if child.is_dir():
             if child.name not in _SKIPPED_DIRECTORIES and not child.name.startswith("."):
-                files.extend(_python_files(child))
-        elif child.suffix == ".py":
+                files.extend(_python_files(child, visited))
+        elif child.suffix == ".py" and child.is_file():  # not a dangling link
             files.append(child)
     return files
 

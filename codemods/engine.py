@@ -10,25 +10,29 @@ from __future__ import annotations
 
 import enum
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codemods.cache import ScanCache, digest, run_key
 from codemods.config import Config, find_pyproject, load_config
-from codemods.discovery import discover
+from codemods.discovery import DEPRECATED_REASON, discover, is_deprecated_pipeline
 from codemods.errors import RunAborted
 from codemods.facts import FileFacts
+from codemods.files import SourceText, WriteRefused, write_atomically
 from codemods.findings import FileError, Finding, FixSafety
 from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
 from codemods.rules import select_rules
 from codemods.rules.base import Rule
 from codemods.scan import Scan, ScanJob, file_facts, run_scan_job
 from codemods.source import SourceFile
+
+if TYPE_CHECKING:
+    from codemods.formatter import FormatterGate, GateReport
 
 Progress = Callable[[str, int, int], None]
 
@@ -48,6 +52,8 @@ class RunOptions:
     ignore: tuple[str, ...] | None = None
     jobs: int = 0  # 0: one per core
     cache_dir: Path | None = None
+    # None: from the configuration (default: skip pipelines/deprecated/); the bot passes False.
+    include_deprecated: bool | None = None
 
 
 @dataclass
@@ -58,6 +64,9 @@ class RunResult:
     findings: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
     changes: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (before, after)
+    # Findings in files the run may not change (pipelines/deprecated/): neither fixed nor reported, only counted.
+    skipped: list[Finding] = field(default_factory=list)
+    formatter: GateReport | None = None  # the target's pinned formatter as a gate on our hunks (None: none pinned)
 
     @property
     def remaining(self) -> list[Finding]:
@@ -83,7 +92,21 @@ class RunResult:
             "files_scanned": self.files_scanned,
             "files_changed": len(self.changes),
             "errors": len(self.errors),
+            "skipped": self.skipped_summary(),
+            "formatter": self.formatter.to_dict() if self.formatter else None,
         }
+
+    def skipped_summary(self) -> list[dict[str, object]]:
+        if not self.skipped:
+            return []
+        return [
+            {
+                "reason": DEPRECATED_REASON,
+                "findings": len(self.skipped),
+                "files": len({f.path for f in self.skipped}),
+                "include_with": "[tool.codemod] include-deprecated = true",
+            }
+        ]
 
 
 def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
@@ -95,6 +118,10 @@ def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
     base = config.pyproject.parent if config.pyproject else Path.cwd()
     files = discover(options.paths, config.exclude, base)
     return _Run(options, config, rules, files, progress or (lambda *_: None)).execute()
+
+
+def _include_deprecated(options: RunOptions, config: Config) -> bool:
+    return config.include_deprecated if options.include_deprecated is None else options.include_deprecated
 
 
 class _Run:
@@ -116,7 +143,21 @@ class _Run:
         self.cache = ScanCache(options.cache_dir, cache_key)
         self.used_cache_keys: set[str] = set()
         self.jobs = options.jobs or os.cpu_count() or 1
-        self.originals: dict[str, str] = {}
+        self.pyproject = config.pyproject
+        self.frozen: set[str] = set()  # files never changed: findings there are only counted
+        if not _include_deprecated(options, config):
+            self.frozen = {p for p, root in self.roots.items() if is_deprecated_pipeline(module_name(Path(p), root))}
+        self.originals: dict[str, SourceText] = {}  # files a fix touches, as read before fixing
+
+    def formatter_gate(self) -> FormatterGate | None:
+        from codemods.formatter import FormatterGate, find_pin  # only a run with fixes pays for it
+
+        pin = find_pin(self.pyproject)
+        return FormatterGate(pin) if pin else None
+
+    @property
+    def writes(self) -> bool:
+        return self.options.mode is Mode.WRITE
 
     def job(self, path: str, text: str | None = None) -> ScanJob:
         root = self.roots[path]
@@ -127,9 +168,12 @@ class _Run:
         digests, unreadable = self.digest_files()
         key = run_key(digests.items())
         cached = self.cache.run_result(key)
-        if cached is not None and (self.options.mode is Mode.CHECK or not any(map(self.wanted, cached[0]))):
-            result.findings, result.errors = cached
-            return result
+        if cached is not None:
+            findings, errors = cached
+            self.keep_changeable(result, findings)
+            if self.options.mode is Mode.CHECK or not any(map(self.wanted, result.findings)):
+                result.errors = errors
+                return result
         scans = {**unreadable, **self.scan_files(digests)}
         loose = [Path(path) for path, root in self.roots.items() if root is None]
         index = ProjectIndex(
@@ -143,18 +187,24 @@ class _Run:
         findings = self.resolve(scans.values(), index, errors)
         if not loose and set(index.paths) <= set(self.files):  # whole trees: nothing outside the run was read
             self.cache.put_run_result(key, (findings, sorted(errors.values(), key=lambda e: e.path)))
-        self.cache.save(self.used_cache_keys)
-        result.findings = findings
+        self.keep_changeable(result, findings)
         if self.options.mode is not Mode.CHECK:
             from codemods.fixing import Fixer
 
             fixer = Fixer(self, index, errors)
-            result.changes = fixer.fix(findings)
+            result.changes = fixer.fix(result.findings)
+            result.formatter = fixer.gate_report()
             if self.options.mode is Mode.WRITE:
                 self.write(result.changes, errors)
+        self.cache.save(self.used_cache_keys)
         result.errors = sorted(errors.values(), key=lambda e: e.path)
         result.findings.sort(key=Finding.sort_key)
         return result
+
+    def keep_changeable(self, result: RunResult, findings: list[Finding]) -> None:
+        """Findings in files the run may not change are set aside (counted in the summary, never fixed)."""
+        result.findings = [f for f in findings if f.path not in self.frozen]
+        result.skipped = [f for f in findings if f.path in self.frozen]
 
     def digest_files(self) -> tuple[dict[str, str], dict[str, Scan]]:
         digests: dict[str, str] = {}
@@ -233,20 +283,12 @@ class _Run:
         return finding.fix.safety is FixSafety.SAFE or self.options.unsafe_fixes
 
     def write(self, changes: dict[str, tuple[str, str]], errors: dict[str, FileError]) -> None:
-        for path, (before, after) in list(changes.items()):
-            target = Path(path)
+        for path, (_, after) in list(changes.items()):
+            original = self.originals[path]
             try:
-                if target.read_bytes() != before.encode("utf-8"):
-                    errors[path] = FileError(path, "changed on disk during the run; not written")
-                    del changes[path]
-                    continue
-                mode = target.stat().st_mode
-                with tempfile.NamedTemporaryFile("wb", dir=target.parent, prefix=f".{target.name}.", delete=False) as handle:
-                    handle.write(after.encode("utf-8"))
-                os.chmod(handle.name, mode)
-                os.replace(handle.name, target)
-            except OSError as error:
-                errors[path] = FileError(path, f"cannot write: {error.strerror}")
+                write_atomically(path, original.encode(after), expected=original.data)
+            except WriteRefused as refused:
+                errors[path] = FileError(path, str(refused))
                 del changes[path]
 
 

@@ -10,17 +10,21 @@ reason (the finding stays reported), and the rest is re-applied from the origina
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from codemods.cache import digest
 from codemods.copies import CopyPair, copy_is_consistent, copy_pairs
+from codemods.discovery import DEPRECATED_REASON
 from codemods.facts import FileFacts
+from codemods.files import SourceDecodeError, WriteRefused, read_source, why_not_writable
 from codemods.findings import FileError, Finding, Fix
+from codemods.formatter import GateReport, findings_in
 from codemods.project import ProjectIndex
 from codemods.rules import select_rules
-from codemods.scan import Scan, run_scan_job
+from codemods.scan import Scan, ScanJob, run_scan_job
 
 if TYPE_CHECKING:
     from codemods.engine import _Run
@@ -60,6 +64,14 @@ def run_apply_job(job: ApplyJob) -> Applied:
     return Applied(job.path, text)
 
 
+def _apply_key(job: ApplyJob) -> str:
+    return "apply:" + digest(job.path, job.text.encode("utf-8") + repr(job.fixes).encode("utf-8"))
+
+
+def _scan_key(job: ScanJob) -> str:
+    return digest(job.path, job.text.encode("utf-8"))  # the key a scan of the written (UTF-8) file has
+
+
 @cache
 def _rules(codes: tuple[str, ...]) -> dict[str, object]:
     return {rule.code: rule for rule in select_rules(codes)}
@@ -71,15 +83,19 @@ class Fixer:
         self.index = index
         self.errors = errors
         self.declined: dict[int, str] = {}
+        self._applied: dict[ApplyJob, Applied] = {}
+        self._rescans: dict[ScanJob, Scan] = {}
+        self.gate = run.formatter_gate()
 
     def fix(self, findings: list[Finding]) -> dict[str, tuple[str, str]]:
         candidates = [f for f in findings if self.run.wanted(f) and f.path not in self.errors]
+        self._refuse_unchangeable(candidates)
         self._decline_conflicts(candidates)
         changes: dict[str, tuple[str, str]] = {}
         for _ in range(_MAX_ROUNDS):
             active = [f for f in candidates if id(f) not in self.declined and f.path not in self.errors]
-            changes, rescans = self._apply(active)
-            if self._check_copies(active, changes, rescans) and self._check_second_pass(active, changes, rescans):
+            changes, rescans, styled = self._apply(active)
+            if styled and self._check_copies(active, changes, rescans) and self._check_second_pass(candidates, changes, rescans):
                 break
         else:
             changes = {}
@@ -91,6 +107,25 @@ class Fixer:
             else:
                 finding.fixed = finding.path in changes
         return changes
+
+    def _refuse_unchangeable(self, candidates: list[Finding]) -> None:
+        """Files that cannot be read again or written fail before any fix is planned, so that their
+        `# Copied from` partners are not changed either."""
+        by_path: dict[str, list[Finding]] = {}
+        for finding in candidates:
+            by_path.setdefault(finding.path, []).append(finding)
+        for path, group in by_path.items():
+            try:
+                self._original(path)
+            except OSError as error:
+                self._fail(path, f"cannot read: {error.strerror}", group)
+                continue
+            except SourceDecodeError as error:
+                self._fail(path, str(error), group)
+                continue
+            reason = why_not_writable(path) if self.run.writes else None
+            if reason:
+                self._fail(path, reason, group)
 
     def _decline_conflicts(self, candidates: list[Finding]) -> None:
         """Two fixes replacing the same node cannot both apply; the first (by position) wins."""
@@ -108,7 +143,8 @@ class Fixer:
                     break
                 owner[key] = (finding, edit)
 
-    def _apply(self, active: list[Finding]) -> tuple[dict[str, tuple[str, str]], dict[str, Scan]]:
+    def _apply(self, active: list[Finding]) -> tuple[dict[str, tuple[str, str]], dict[str, Scan], bool]:
+        """The fixed texts and their re-scans; False when the formatter gate refused a hunk (another round)."""
         by_path: dict[str, list[Finding]] = {}
         for finding in active:
             by_path.setdefault(finding.path, []).append(finding)
@@ -116,24 +152,65 @@ class Fixer:
             ApplyJob(path, self._original(path), tuple((f.code, f.fix) for f in sorted(group, key=Finding.sort_key)))
             for path, group in sorted(by_path.items())
         ]
+        # Each round re-applies from the original texts; a file whose set of fixes did not change since
+        # an earlier round (or an earlier run: the cache) is not parsed with libcst again.
+        applied_texts = self._computed(jobs, self._applied, _apply_key, run_apply_job, "fix")
         changes = {}
-        for applied in self.run.map(run_apply_job, jobs, "fix"):
-            if applied.error:
-                self._fail(applied.path, applied.error, by_path[applied.path])
+        for applied in applied_texts:
+            error = applied.error or self._unencodable(applied)
+            if error:
+                self._fail(applied.path, error, by_path[applied.path])
             elif applied.text != self._original(applied.path):
                 changes[applied.path] = (self._original(applied.path), applied.text)
+        styled = self._style(changes, by_path)
         rescan_jobs = [self.run.job(path, after) for path, (_, after) in changes.items()]
-        rescans = {scan.path: scan for scan in self.run.map(run_scan_job, rescan_jobs, "check")}
+        # Keyed as the scan of the written file will be: the next run over the fixed tree reads it back.
+        scans = self._computed(rescan_jobs, self._rescans, _scan_key, run_scan_job, "check")
+        rescans = {scan.path: scan for scan in scans}
         for path, scan in rescans.items():
             if scan.error:
                 self._fail(path, f"the fixed file failed its re-check: {scan.error.message}", by_path[path])
                 del changes[path]
-        return changes, rescans
+        return changes, rescans, styled
+
+    def _computed(self, jobs: list, memo: dict, key_of: Callable[[Any], str], function: Callable, phase: str) -> list:
+        """`function` over `jobs`, each computed once: this run's `memo`, then the cache of earlier runs."""
+        for job in jobs:
+            if job not in memo and (known := self.run.cache.get(key_of(job))) is not None:
+                memo[job] = known
+        pending = [job for job in jobs if job not in memo]
+        for job, value in zip(pending, self.run.map(function, pending, phase)):
+            memo[job] = value
+            self.run.cache.put(key_of(job), value)
+        self.run.used_cache_keys.update(map(key_of, jobs))
+        return [memo[job] for job in jobs]
+
+    def _style(self, changes: dict[str, tuple[str, str]], by_path: dict[str, list[Finding]]) -> bool:
+        """Our hunks re-laid as the target's formatter would (in place); the fixes in hunks it would
+        re-wrap beyond them declined. True if none was."""
+        if self.gate is None or not changes:
+            return True
+        refused = self.gate.relay(changes)
+        for path, hunks in refused.items():
+            for hunk in hunks:
+                for finding in findings_in(hunk, by_path[path]):
+                    self.declined[id(finding)] = hunk.reason
+        return not refused
+
+    def gate_report(self) -> GateReport | None:
+        return self.gate.final_report() if self.gate else None
 
     def _original(self, path: str) -> str:
         if path not in self.run.originals:
-            self.run.originals[path] = Path(path).read_bytes().decode("utf-8")
-        return self.run.originals[path]
+            self.run.originals[path] = read_source(path)
+        return self.run.originals[path].text
+
+    def _unencodable(self, applied: Applied) -> str | None:
+        try:
+            self.run.originals[applied.path].encode(applied.text)
+        except WriteRefused as refused:
+            return str(refused)
+        return None
 
     def _fail(self, path: str, message: str, findings: list[Finding]) -> None:
         self.errors[path] = FileError(path, message)
@@ -178,16 +255,25 @@ class Fixer:
         outside = [p for p in (pair.copy_path, pair.source_path) if p not in in_run]
         if outside:
             return f"{members}; both must change together, and {', '.join(outside)} is not part of this run"
+        frozen = [p for p in (pair.copy_path, pair.source_path) if p in self.run.frozen]
+        if frozen:
+            return f"{members}; both must change together, and {', '.join(frozen)} may not change ({DEPRECATED_REASON})"
         if not copy_is_consistent(pair, before, self.index.facts):
             return f"{members}, but they already differ, so agreement after the fix cannot be shown"
         if not copy_is_consistent(pair, after, facts_after):
             return f"{members}; the fix does not apply to both alike, so it is applied to neither"
         return None
 
-    def _check_second_pass(self, active: list[Finding], changes: dict[str, tuple[str, str]], rescans: dict[str, Scan]) -> bool:
-        """A second run must apply nothing: what is still fixable was declined on purpose."""
+    def _check_second_pass(
+        self, candidates: list[Finding], changes: dict[str, tuple[str, str]], rescans: dict[str, Scan]
+    ) -> bool:
+        """A second run must apply nothing: what is still fixable was declined on purpose.
+
+        Declined in any round, not only this one: a fix declined in round 1 (its copy group cannot
+        change together) is still in the file, and a second run finds it again by design.
+        """
         index = self.index.overlay({p: after for p, (_, after) in changes.items()}, {p: s.facts for p, s in rescans.items()})
-        declined = Counter(f.path for f in active if id(f) in self.declined)
+        declined = Counter(f.path for f in candidates if id(f) in self.declined)
         settled = True
         for path, scan in rescans.items():
             again = [f for f in self.run.resolve([scan], index, {}) if self.run.wanted(f)]
@@ -196,7 +282,7 @@ class Fixer:
                 self._fail(
                     path,
                     f"rule {leftover.code} would change the fixed file again (line {leftover.line}): not idempotent",
-                    [f for f in active if f.path == path],
+                    [f for f in candidates if f.path == path and id(f) not in self.declined],
                 )
                 settled = False
         return settled

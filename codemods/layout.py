@@ -1,9 +1,14 @@
 """Adding an argument to a call the way `ruff format` (diffusers' `make style`) would leave it.
 
-Three layouts, chosen at detection time from the line lengths (see `argument_layout`):
-- `keep`: the call's own style: a new last line in a call with a trailing comma, `, kw=v` otherwise;
-- `hug`: the arguments did not fit on the line: they move onto one indented line of their own;
-- `explode`: not even that fits: one argument a line, with a trailing comma.
+ruff lays a call out from scratch: on one line if it fits; else the arguments move onto one
+indented line of their own ("hugged") if that fits; else one argument a line with a trailing
+comma. A trailing comma already there ("magic") keeps one argument a line. The three layouts
+here, chosen at detection time from the line lengths (see `argument_layout`), follow that:
+- `keep`: the call's own (ruff-shaped) layout: `, kw=v` after the last argument on its line (a
+  one-line call, or a hugged one), or a new last line in a call with a magic trailing comma;
+- `hug`: a one-line call that no longer fits: the arguments move onto one indented line;
+- `explode`: not even that fits (or the call was not laid out as ruff would): one argument a line.
+What this cannot see (the rest of an enclosing statement) is the formatter gate's to check.
 """
 
 from __future__ import annotations
@@ -35,24 +40,43 @@ def argument_layout(
     """
     first_line = source.lines[call.lineno - 1]
     indent = first_line[: len(first_line) - len(first_line.lstrip())]
-    arguments = [*call.args, *call.keywords]
-    between = source.text_between(arguments[-1], call) if arguments else ""
-    if "," in between:  # a trailing comma: the new argument gets a line of its own
-        return (("wrap", "keep"), ("indent", indent))
+    arguments = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
     separator = ", " if arguments else ""
+    if arguments and "," in source.text_between(arguments[-1], call):
+        # A magic trailing comma: ruff keeps (or makes) it one argument a line.
+        return _layout("keep" if _one_per_line(call, arguments) else "explode", indent)
     if call.lineno != call.end_lineno:
-        last_line = source.lines[(arguments[-1].end_lineno if arguments else call.end_lineno) - 1]
-        fits = len(last_line) + len(separator + added) <= line_length
-        return (("wrap", "keep" if fits else "explode"), ("indent", indent))
+        if not arguments:
+            return None
+        if _hugged(call, arguments):
+            line = source.lines[arguments[-1].end_lineno - 1]
+            return _layout("keep" if len(line) + len(separator + added) <= line_length else "explode", indent)
+        return _layout("explode", indent)
     span = source.span(call)
     rewritten = first_line[: span.end_column - 1] + separator + added + ")" + suffix + rest
     if len(rewritten) <= line_length:
-        return (("wrap", "keep"), ("indent", indent))
+        return _layout("keep", indent)
     if statement.lineno != call.lineno or not _ONLY_CLOSERS.match(rest):
         return None
     opening = first_line.index("(", source.span(call.func).end_column)
     hugged = first_line[opening + 1 : span.end_column - 1] + separator + added
-    return (("wrap", "hug" if len(indent) + 4 + len(hugged) <= line_length else "explode"), ("indent", indent))
+    return _layout("hug" if len(indent) + 4 + len(hugged) <= line_length else "explode", indent)
+
+
+def _layout(wrap: str, indent: str) -> Layout:
+    return (("wrap", wrap), ("indent", indent))
+
+
+def _hugged(call: ast.Call, arguments: list[ast.expr]) -> bool:
+    """`f(\n    a, b\n)`: every argument on one line between the brackets' own lines."""
+    line = arguments[0].lineno
+    return line > call.func.end_lineno and arguments[-1].end_lineno == line < call.end_lineno
+
+
+def _one_per_line(call: ast.Call, arguments: list[ast.expr]) -> bool:
+    """`f(\n    a,\n    b,\n)`: each argument starts a line, and `)` has one of its own."""
+    starts_after = [call.func.end_lineno, *(a.end_lineno for a in arguments[:-1])]
+    return all(a.lineno > before for a, before in zip(arguments, starts_after)) and call.end_lineno > arguments[-1].end_lineno
 
 
 def add_keyword_argument(
@@ -79,28 +103,21 @@ def _append_in_style(call: libcst.Call, new: libcst.Arg) -> list[libcst.Arg]:
     if not args:
         return [new]
     last = args[-1]
-    separator = args[-2].comma if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma) else None
-    if separator is None:
-        separator = cst.Comma(whitespace_after=_after_open_paren(call))
-    trailing_comma = isinstance(last.comma, cst.Comma)
-    before_close = last.comma.whitespace_after if trailing_comma else last.whitespace_after_arg
-    if isinstance(before_close, cst.ParenthesizedWhitespace):
-        # One argument a line: the last one keeps its end-of-line comment, the new one takes the
-        # line before `)`, indented like the others.
-        line = separator.whitespace_after
+    if isinstance(last.comma, cst.Comma) and isinstance(last.comma.whitespace_after, cst.ParenthesizedWhitespace):
+        # One argument a line (a magic trailing comma): the last one keeps its end-of-line comment,
+        # the new one takes the line before `)`, indented like the others, with a trailing comma.
+        line = args[-2].comma.whitespace_after if len(args) >= 2 else _after_open_paren(call)
+        before_close = last.comma.whitespace_after
         next_line = before_close.with_changes(
             indent=line.indent if isinstance(line, cst.ParenthesizedWhitespace) else before_close.indent,
             last_line=line.last_line if isinstance(line, cst.ParenthesizedWhitespace) else before_close.last_line,
         )
         closing = before_close.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
-        whitespace_before = last.comma.whitespace_before if trailing_comma else cst.SimpleWhitespace("")
-        args[-1] = last.with_changes(
-            comma=cst.Comma(whitespace_before=whitespace_before, whitespace_after=next_line),
-            whitespace_after_arg=cst.SimpleWhitespace(""),
-        )
-        if trailing_comma:
-            return [*args, new.with_changes(comma=cst.Comma(whitespace_after=closing))]
-        return [*args, new.with_changes(whitespace_after_arg=closing)]
+        args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=next_line))
+        return [*args, new.with_changes(comma=cst.Comma(whitespace_after=closing))]
+    # A one-line call, or a hugged one: `, new` right after the last argument, on its line; whatever
+    # followed the last argument (the line break before `)`, a comment) now follows the new one.
+    separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
     return [*args, new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)]
 

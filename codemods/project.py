@@ -9,6 +9,7 @@ of the tree is read and parsed only when a question names it.
 from __future__ import annotations
 
 import ast
+import bisect
 import importlib.util
 import re
 from collections.abc import Callable, Iterable
@@ -17,9 +18,11 @@ from functools import cached_property
 from pathlib import Path
 
 from codemods.facts import ClassFacts, CopyBlock, FileFacts, MethodFacts, extract_facts
+from codemods.files import SourceDecodeError, read_source
 
 _DEFINED_FUNCTION = re.compile(r"^def (\w+)", re.MULTILINE)
 _CLASS_NAME = re.compile(r"^\s*class (\w+)", re.MULTILINE)
+_CITED = re.compile(r"Copied from[ \t]+diffusers\.(\S+)")
 
 
 def installed_diffusers() -> Path | None:
@@ -114,8 +117,8 @@ class ProjectIndex:
     def text(self, path: str) -> str | None:
         if path not in self._texts:
             try:
-                self._texts[path] = Path(path).read_text("utf-8")
-            except (OSError, UnicodeDecodeError):
+                self._texts[path] = read_source(path).text
+            except (OSError, SourceDecodeError):
                 self._texts[path] = None
         return self._texts[path]
 
@@ -170,26 +173,50 @@ class ProjectIndex:
         members = [m for cls in classes for m in cls.enum_members]
         return members or [name]
 
+    @cached_property
+    def _modules(self) -> dict[str, str]:
+        """`models.x.y` (dotted, without the package name) -> its file, for every file of the package roots."""
+        modules: dict[str, str] = {}
+        for root in self._roots:
+            if root.is_dir():
+                for path in self.paths:
+                    if Path(path).is_relative_to(root):
+                        modules.setdefault(".".join(Path(path).relative_to(root).with_suffix("").parts), path)
+        return modules
+
     def module_path(self, module: str) -> str | None:
         """The file of `models.x.y` (dotted, without the package name) in any root."""
-        paths = set(self.paths)
-        for root in self._roots:
-            candidate = str(root.joinpath(*module.split(".")).with_suffix(".py")) if root.is_dir() else None
-            if candidate in paths:
-                return candidate
-        return None
+        return self._modules.get(module)
 
     def paths_containing(self, needle: str) -> list[str]:
         """Files of the tree whose text holds `needle` (a cheap first pass before parsing any of them)."""
         return [path for path in self.paths if needle in (self.text(path) or "")]
 
+    @cached_property
+    def _citing_files(self) -> dict[str, list[str]]:
+        """Each `# Copied from diffusers.X` source X -> the files citing it, found in the texts without parsing."""
+        where: dict[str, list[str]] = {}
+        for path in self.paths:
+            known = self._facts.get(path)
+            sources = {b.source for b in known.copies} if known is not None else set(_CITED.findall(self.text(path) or ""))
+            for source in sources:
+                where.setdefault(source, []).append(path)
+        return where
+
+    @cached_property
+    def _cited_sources(self) -> list[str]:
+        return sorted(self._citing_files)  # sorted: the sources starting with a name are one run
+
     def copies_citing(self, dotted: str, inner: bool = False) -> list[CopyBlock]:
         """Blocks marked `# Copied from diffusers.<dotted>`; with `inner`, also those copied from inside it."""
-        needle = f"Copied from diffusers.{dotted}"
         blocks = []
-        for path in self.paths:
-            if path not in self._facts and needle not in (self.text(path) or ""):
-                continue
+        sources = self._cited_sources
+        candidates = set()
+        for position in range(bisect.bisect_left(sources, dotted), len(sources)):
+            if not sources[position].startswith(dotted):
+                break
+            candidates.update(self._citing_files[sources[position]])
+        for path in sorted(candidates):
             facts = self.facts(path)
             for block in facts.copies if facts else ():
                 if block.source == dotted or (inner and block.source.startswith(dotted + ".")):

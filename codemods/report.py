@@ -64,6 +64,18 @@ def summary_line(result: RunResult) -> str:
     return "; ".join(parts) + "."
 
 
+def summary_notes(result: RunResult) -> list[str]:
+    """What the run set aside or could not check, said once each (after the summary line)."""
+    notes = [
+        f"skipped {entry['findings']} finding(s) in {entry['files']} file(s): {entry['reason']} "
+        f"(`{entry['include_with']}` to include them)"
+        for entry in result.skipped_summary()
+    ]
+    if result.formatter is not None:
+        notes.append(result.formatter.line())
+    return notes
+
+
 def unified_diff(result: RunResult) -> str:
     chunks = []
     for path, (before, after) in sorted(result.changes.items()):

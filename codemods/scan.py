@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 from codemods.facts import FileFacts, extract_facts
+from codemods.files import SourceDecodeError, read_source
 from codemods.findings import FileError, Finding
 from codemods.project import TreeInfo
 from codemods.rules import select_rules
@@ -35,13 +35,11 @@ def run_scan_job(job: ScanJob) -> Scan:
     if job.text is not None:
         return scan_text(job.path, job.module, job.text, job.tree, _rules(job.rule_codes))
     try:
-        data = Path(job.path).read_bytes()
+        text = read_source(job.path).text
     except OSError as error:
         return Scan(job.path, [], None, FileError(job.path, f"cannot read: {error.strerror}"))
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return Scan(job.path, [], None, FileError(job.path, f"not valid UTF-8 (byte {error.start}: {error.reason})"))
+    except SourceDecodeError as error:
+        return Scan(job.path, [], None, FileError(job.path, str(error)))
     return scan_text(job.path, job.module, text, job.tree, _rules(job.rule_codes))
 
 

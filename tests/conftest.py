@@ -14,6 +14,7 @@ from github_double import github_double_fixture  # noqa: E402,F401  (the `github
 
 from codemods.engine import Mode, RunOptions, RunResult, run  # noqa: E402
 from codemods.project import installed_diffusers  # noqa: E402
+from tools.checkout_layout import write_checkout_config  # noqa: E402
 
 
 def pytest_addoption(parser):
@@ -26,10 +27,14 @@ def pytest_addoption(parser):
 
 @dataclass(frozen=True)
 class DiffusersTrees:
-    """A pristine copy of the installed diffusers and one rewritten by every rule (unsafe fixes included)."""
+    """A pristine copy of the installed diffusers and one rewritten by every rule (unsafe fixes included).
+
+    The rewritten copy is laid out as a checkout (`<checkout>/src/diffusers`, diffusers' ruff settings
+    and formatter pin beside it), so the run goes through the formatter gate as a user's would.
+    """
 
     original: Path  # parent directory holding `diffusers/`
-    rewritten: Path
+    rewritten: Path  # `<checkout>/src`
     result: RunResult
 
     def changed_files(self) -> list[str]:
@@ -46,7 +51,8 @@ def copy_installed_diffusers(destination: Path) -> Path:
 @pytest.fixture(scope="session")
 def diffusers_trees(tmp_path_factory: pytest.TempPathFactory) -> DiffusersTrees:
     original = copy_installed_diffusers(tmp_path_factory.mktemp("original"))
-    rewritten = copy_installed_diffusers(tmp_path_factory.mktemp("rewritten"))
+    checkout = write_checkout_config(tmp_path_factory.mktemp("checkout"))
+    rewritten = copy_installed_diffusers(checkout / "src")
     result = run(RunOptions(paths=(rewritten / "diffusers",), mode=Mode.WRITE, unsafe_fixes=True))
     return DiffusersTrees(original, rewritten, result)
 

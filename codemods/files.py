@@ -1,0 +1,115 @@
+"""Python source files read and written the way Python reads them.
+
+Python accepts a UTF-8 byte-order mark, a PEP 263 `# -*- coding: ... -*-` declaration, and any
+mix of `\\n`, `\\r\\n` and `\\r` line endings. A file is decoded as Python would decode it and,
+when a fix changes it, encoded back the same way (same encoding, BOM kept); line endings are
+never translated (the text keeps them, libcst keeps them, and new lines take the file's own).
+Writes are atomic and refuse files the user cannot (or chose not to) write.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+_WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+
+
+class SourceDecodeError(Exception):
+    """The bytes are not Python source text (Python itself would refuse them); the message says why."""
+
+
+class WriteRefused(Exception):
+    """A file the run must not or cannot write; the message is the one-line reason."""
+
+
+def decode_source(data: bytes) -> tuple[str, str]:
+    """The text of a Python file and its codec, decoded as the interpreter would: a BOM (codec
+    `utf-8-sig`, which strips it and writes it back), a PEP 263 cookie in the first two lines, else UTF-8."""
+    second_line_end = data.find(b"\n", data.find(b"\n") + 1)
+    head = data if second_line_end < 0 else data[:second_line_end]
+    if b"coding" not in head and not data.startswith(codecs.BOM_UTF8):
+        codec = "utf-8"  # the common case, without tokenize's line reader
+    else:
+        try:
+            codec, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as error:  # an unknown codec, or a cookie that contradicts the BOM
+            raise SourceDecodeError(f"cannot decode: {error.msg}") from None
+    try:
+        text = data.decode(codec)
+    except UnicodeDecodeError as error:
+        name = "UTF-8" if codec in ("utf-8", "utf-8-sig") else codec
+        raise SourceDecodeError(f"not valid {name} (byte {error.start}: {error.reason})") from None
+    return text, codec
+
+
+def encode_source(text: str, codec: str) -> bytes:
+    """`text` in the file's own encoding; raises WriteRefused when a fix added what it cannot hold."""
+    try:
+        return text.encode(codec)
+    except UnicodeEncodeError as error:
+        raise WriteRefused(f"the fixed text cannot be written in the file's encoding ({codec}): {error.reason}") from None
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """A file as read: its bytes (to detect a change on disk before writing), text and codec."""
+
+    data: bytes
+    text: str
+    codec: str
+
+    def encode(self, text: str) -> bytes:
+        return encode_source(text, self.codec)
+
+
+def read_source(path: str | Path) -> SourceText:
+    """`path` read and decoded (OSError and SourceDecodeError pass through)."""
+    data = Path(path).read_bytes()
+    return SourceText(data, *decode_source(data))
+
+
+def why_not_writable(path: str | Path) -> str | None:
+    """Why `path` must not be rewritten (None if it may): a read-only file is the user's decision.
+
+    Checked before any fix is planned, so a `# Copied from` partner of a file that cannot change is
+    not changed either. The mode bits count even for root, who could write it anyway.
+    """
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        return f"cannot read: {error.strerror}"
+    if not status.st_mode & _WRITE_BITS or not os.access(path, os.W_OK):
+        return "read-only file; not changed (make it writable to apply the fixes)"
+    if not os.access(Path(path).parent, os.W_OK | os.X_OK):
+        return "its directory is read-only; not changed"
+    return None
+
+
+def write_atomically(path: str | Path, data: bytes, expected: bytes) -> None:
+    """Replace `path` with `data` in one step, if it still holds `expected`; its mode is kept.
+
+    Raises WriteRefused (the file is then exactly as it was, and no temporary file is left).
+    """
+    target = Path(path)
+    try:
+        if target.read_bytes() != expected:
+            raise WriteRefused("changed on disk during the run; not written")
+        mode = stat.S_IMODE(target.stat().st_mode)
+        handle = tempfile.NamedTemporaryFile("wb", dir=target.parent, prefix=f".{target.name}.", delete=False)
+    except OSError as error:
+        raise WriteRefused(f"cannot write: {error.strerror}") from None
+    try:
+        with handle:
+            handle.write(data)
+        os.chmod(handle.name, mode)
+        os.replace(handle.name, target)
+    except OSError as error:
+        Path(handle.name).unlink(missing_ok=True)
+        raise WriteRefused(f"cannot write: {error.strerror}") from None

@@ -1,0 +1,102 @@
+"""`pipelines/deprecated/` takes no changes (diffusers' policy): skipped by default, counted, opt-in by config, never for the bot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from codemods import report
+from codemods.config import ConfigError
+from codemods.engine import Mode, RunOptions, run
+from codemods.rules.output_attribute_access import OutputAttributeAccess
+
+SOURCE, FIXED = OutputAttributeAccess.invalid[0].source, OutputAttributeAccess.invalid[0].fixed
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """`src/diffusers` with one live pipeline and one deprecated one, each with a safe DIF004 fix."""
+    package = tmp_path / "src" / "diffusers"
+    for directory in (package, package / "pipelines", package / "pipelines" / "deprecated"):
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "__init__.py").write_text("")
+    (package / "pipelines" / "live.py").write_text(SOURCE)
+    (package / "pipelines" / "deprecated" / "old.py").write_text(SOURCE)
+    return tmp_path
+
+
+def _deprecated(checkout: Path) -> Path:
+    return checkout / "src" / "diffusers" / "pipelines" / "deprecated" / "old.py"
+
+
+def test_deprecated_pipelines_are_skipped_by_default_and_counted(checkout: Path) -> None:
+    result = run(RunOptions(paths=(checkout / "src",), jobs=1))
+    assert _deprecated(checkout).read_text() == SOURCE
+    assert (checkout / "src" / "diffusers" / "pipelines" / "live.py").read_text() == FIXED
+    assert [Path(f.path).name for f in result.findings] == ["live.py"]
+    assert result.summary()["skipped"] == [
+        {
+            "reason": "diffusers accepts no changes to pipelines/deprecated/",
+            "findings": 1,
+            "files": 1,
+            "include_with": "[tool.codemod] include-deprecated = true",
+        }
+    ]
+
+
+def test_a_deprecated_file_named_on_the_command_line_is_still_skipped(checkout: Path) -> None:
+    result = run(RunOptions(paths=(_deprecated(checkout),), jobs=1))
+    assert (result.findings, len(result.skipped)) == ([], 1)
+    assert _deprecated(checkout).read_text() == SOURCE
+
+
+def test_the_configuration_opts_back_in(checkout: Path) -> None:
+    (checkout / "pyproject.toml").write_text("[tool.codemod]\ninclude-deprecated = true\n")
+    result = run(RunOptions(paths=(checkout / "src",), jobs=1))
+    assert result.skipped == []
+    assert _deprecated(checkout).read_text() == FIXED
+
+
+def test_the_bot_option_wins_over_the_configuration(checkout: Path) -> None:
+    (checkout / "pyproject.toml").write_text("[tool.codemod]\ninclude-deprecated = true\n")
+    result = run(RunOptions(paths=(checkout / "src",), mode=Mode.DIFF, include_deprecated=False, jobs=1))
+    assert [Path(p).name for p in result.changes] == ["live.py"]
+
+
+def test_a_fix_whose_copy_lives_in_deprecated_is_declined_with_the_reason(checkout: Path) -> None:
+    copied = SOURCE.replace("class Pipe:", "# Copied from diffusers.pipelines.live.Pipe\nclass Pipe:")
+    _deprecated(checkout).write_text(copied)
+    result = run(RunOptions(paths=(checkout / "src",), jobs=1))
+    (live,) = result.findings
+    assert not live.fixed
+    assert live.not_fixed_reason.endswith("may not change (diffusers accepts no changes to pipelines/deprecated/)")
+    assert _deprecated(checkout).read_text() == copied
+
+
+def test_the_text_summary_says_how_many_were_skipped_and_why(checkout: Path) -> None:
+    result = run(RunOptions(paths=(checkout / "src",), mode=Mode.CHECK, jobs=1))
+    assert report.summary_notes(result) == [
+        "skipped 1 finding(s) in 1 file(s): diffusers accepts no changes to pipelines/deprecated/ "
+        "(`[tool.codemod] include-deprecated = true` to include them)"
+    ]
+
+
+def test_the_json_summary_carries_the_skipped_count(checkout: Path) -> None:
+    result = run(RunOptions(paths=(checkout / "src",), mode=Mode.CHECK, jobs=1))
+    assert json.loads(report.as_json(result))["summary"]["skipped"][0]["findings"] == 1
+
+
+def test_a_non_boolean_setting_is_a_clear_error(checkout: Path) -> None:
+    (checkout / "pyproject.toml").write_text('[tool.codemod]\ninclude-deprecated = "yes"\n')
+    with pytest.raises(ConfigError, match=r"\[tool.codemod\] include-deprecated must be true or false$"):
+        run(RunOptions(paths=(checkout / "src",), jobs=1))
+
+
+def test_the_bot_never_proposes_there_whatever_the_configuration_says(checkout: Path) -> None:
+    from bot.groups import find_groups
+
+    (checkout / "pyproject.toml").write_text("[tool.codemod]\ninclude-deprecated = true\n")
+    grouping = find_groups(checkout, ("DIF004",))
+    assert [path for group in grouping.groups for path in group.files] == ["src/diffusers/pipelines/live.py"]
