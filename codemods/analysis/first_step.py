@@ -54,7 +54,10 @@ def step_blocker(scheduler: SteppedScheduler, loop: ast.For, schedule_owner: str
         return f"the loop calls `{name}.{reads[0]}()`, which reads the begin index too"
     skipped = _skipped(loop.body, set(map(id, scheduler.steps)), _assigned_in(loop))
     if skipped is not None:
-        return f"an iteration may skip `{name}.step()` and a later one step ({skipped}), so its first step may not be at the first timestep"
+        return (
+            f"an iteration may skip `{name}.step()` before a later one steps ({skipped}), so the first step may not "
+            "be at the first timestep"
+        )
     if name == schedule_owner:
         return None
     if len(scheduler.bindings) > 1:
@@ -117,7 +120,7 @@ def _copy_blocker(scheduler: SteppedScheduler, method: ast.AST, loop: ast.For, o
     if not own:
         if owners and all(call.lineno < binding.lineno for call in owners):
             return None  # copied with the schedule already set
-        return f"`{name}` is copied from `{owner}` before `{owner}`'s schedule is set"
+        return f"`{name}` is copied from `{owner}` before the schedule of `{owner}` is set"
     if len(own) == 1 and len(owners) == 1 and _same_arguments(own[0], owners[0]):
         return None
     return f"`{name}` gets its own schedule (line {own[0].lineno}), which may differ from `{owner}`'s"

@@ -42,7 +42,7 @@ class IndexLookups:
 
     until_begin_index: bool = False  # on the first call, unless a begin index is set
     first_call: bool = False  # on the first call, begin index or not
-    every_call: str | None = None  # on every call, unconditionally: where ("Class.method (line N)")
+    every_call: str | None = None  # on every call, unconditionally: where ("`Class.method`, line N")
 
     @property
     def reads_begin_index(self) -> bool:
@@ -57,6 +57,15 @@ def merged(lookups: list[IndexLookups]) -> IndexLookups:
         first_call=any(found.first_call for found in lookups),
         every_call=next((found.every_call for found in lookups if found.every_call), None),
     )
+
+
+def every_call_lookup(index: ProjectIndex, types: tuple[str, ...], method: str) -> str | None:
+    """Where a class among `types` (an annotation's classes) looks its index up on every `method` call, if one does."""
+    for class_name in sorted({c for name in types for c in index.expand_types(name)}):
+        found = index_lookups(index, class_name, method)
+        if found is not None and found.every_call is not None:
+            return found.every_call
+    return None
 
 
 def index_lookups(index: ProjectIndex, class_name: str, method: str) -> IndexLookups | None:
@@ -137,7 +146,7 @@ class _Walk:
         elif guards.first_call:
             self.first_call = True
         elif not guards.conditional and self.every_call is None:
-            self.every_call = f"{where} (line {line})"
+            self.every_call = f"`{where}`, line {line}"
 
 
 def _branch_guards(test: ast.expr, guards: Guards) -> tuple[Guards, Guards]:

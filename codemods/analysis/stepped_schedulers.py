@@ -10,14 +10,17 @@ is not followed.
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from codemods.analysis.hot_paths import is_denoising_loop
+from codemods.analysis.hot_paths import is_denoising_loop, is_scheduler
 from codemods.analysis.place import Place
 from codemods.analysis.placement import FunctionPlaces
-from codemods.analysis.types import Types
-from codemods.source import call_argument, dotted_name, spans_a_line, statements
+from codemods.analysis.types import Types, attribute_types
+from codemods.source import SourceFile, call_argument, dotted_name, spans_a_line, statements
 
+STEP_CALL = re.compile(r"scheduler\.step\(")  # no leading \b: a literal prefix searches fast
 _DEEPCOPY = ("copy.deepcopy", "deepcopy")
 # Functions that set a scheduler's timesteps when given it first: `retrieve_timesteps(self.scheduler, n, device)`.
 TIMESTEP_SOURCES = ("retrieve_timesteps",)
@@ -41,6 +44,37 @@ class SteppedScheduler:
     @property
     def steps(self) -> list[ast.Call]:
         return [call for call in self.calls if call.func.attr == "step"]  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, eq=False)
+class SchedulerLoop:
+    """A pipeline's denoising loop, with the schedule on the device, and the typed schedulers it steps."""
+
+    owner: ast.ClassDef
+    method: ast.FunctionDef | ast.AsyncFunctionDef
+    loop: ast.For
+    schedulers: list[SteppedScheduler]
+    elsewhere: frozenset[str]  # schedulers that another loop of the method steps too
+
+
+def scheduler_loops(source: SourceFile) -> Iterator[SchedulerLoop]:
+    """Every pipeline loop that steps a typed scheduler whose timesteps the method put on the device (a lookup in
+    a CPU schedule costs no sync)."""
+    lines = source.lines_matching(STEP_CALL)
+    for owner in (n for n, _ in source.walk_lines(lines) if isinstance(n, ast.ClassDef)):
+        if is_scheduler(owner):
+            continue
+        components = attribute_types(owner)
+        for method in (n for n in owner.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
+            step_lines = [line for line in lines if method.lineno <= line <= (method.end_lineno or 0)]
+            loops = stepping_loops(method, step_lines) if step_lines else []
+            if not loops or not schedule_on_device(method):
+                continue
+            stepped = [stepped_schedulers(components, method, loop) for loop in loops]
+            for loop, schedulers in zip(loops, stepped):
+                elsewhere = frozenset(s.expression for other in stepped if other is not schedulers for s in other)
+                if schedulers:
+                    yield SchedulerLoop(owner, method, loop, schedulers, elsewhere)
 
 
 def stepping_loops(method: ast.FunctionDef | ast.AsyncFunctionDef, step_lines: list[int]) -> list[ast.For]:

@@ -1,20 +1,12 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from codemods.analysis.first_step import iterated_schedule, step_blocker
-from codemods.analysis.hot_paths import is_scheduler
 from codemods.analysis.scheduler_lookups import index_lookups, merged
-from codemods.analysis.stepped_schedulers import (
-    SteppedScheduler,
-    schedule_on_device,
-    stepped_schedulers,
-    stepping_loops,
-)
-from codemods.analysis.types import attribute_types
+from codemods.analysis.stepped_schedulers import STEP_CALL, SteppedScheduler, scheduler_loops
 from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
@@ -111,30 +103,22 @@ class SchedulerIndexLookup(Rule):
     name = "scheduler-index-lookup"
     summary = "first `scheduler.step()` looks up its index with `nonzero().item()`; call `set_begin_index(0)`"
     fix_safety = FixSafety.UNSAFE
-    trigger = re.compile(r"scheduler\.step\(")  # no leading \b: a literal prefix searches fast
+    trigger = STEP_CALL
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         # Whether a scheduler class reads the begin index is a question for `resolve`, which can read its source.
-        lines = source.lines_matching(self.trigger)
-        classes = [n for n, _ in source.walk_lines(lines) if isinstance(n, ast.ClassDef)]
-        for cls in classes:
-            handled = _begin_index_set(cls) if "set_begin_index" in source.text else set()
-            if is_scheduler(cls) or handled is None:
-                continue
-            components = attribute_types(cls)
-            for method in (n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
-                step_lines = [line for line in lines if method.lineno <= line <= (method.end_lineno or 0)]
-                loops = stepping_loops(method, step_lines) if step_lines else []
-                if not loops or not schedule_on_device(method):
-                    continue  # no stepping loop, or timesteps on the CPU (the lookup is a CPU op, no sync)
-                stepped = [stepped_schedulers(components, method, loop) for loop in loops]
-                for loop, schedulers in zip(loops, stepped):
-                    others = {s.expression for other in stepped if other is not schedulers for s in other}
-                    schedulers = [s for s in schedulers if s.expression not in handled]
-                    if schedulers:
-                        yield self._finding(source, method, loop, schedulers, others)
+        handled_by_class: dict[int, set[str] | None] = {}
+        for found in scheduler_loops(source):
+            if id(found.owner) not in handled_by_class:
+                handled_by_class[id(found.owner)] = (
+                    _begin_index_set(found.owner) if "set_begin_index" in source.text else set()
+                )
+            handled = handled_by_class[id(found.owner)]
+            schedulers = [s for s in found.schedulers if handled is not None and s.expression not in handled]
+            if schedulers:
+                yield self._finding(source, found.method, found.loop, schedulers, found.elsewhere)
 
-    def _finding(self, source: SourceFile, method, loop: ast.For, schedulers: list, others: set[str]) -> Finding:
+    def _finding(self, source: SourceFile, method, loop: ast.For, schedulers: list, others: frozenset[str]) -> Finding:
         owner, blocker = iterated_schedule(method, loop)
         anchor = _anchor(method, loop)
         if blocker is None and anchor is None:
@@ -253,18 +237,19 @@ def _reads_begin_index(index: ProjectIndex, class_name: str, methods: list[str])
 
 def _message(lookups: dict[str, list[str]], blockers: dict[str, str | None]) -> str:
     names = list(lookups)
-    steps = " and ".join(f"`{e}.step()`" for e in names)
-    verb = "looks" if len(names) == 1 else "look"
+    several = len(names) > 1
     classes = sorted({c for found in lookups.values() for c in found})
-    who = "; ".join(f"{_names(c)} in `{e}`" if len(names) > 1 else _names(c) for e, c in lookups.items() if c)
-    who += f" look{'s' if len(classes) == 1 else ''} it up" if classes else ""
     message = (
-        f"the first {steps} {verb} up {'its' if len(names) == 1 else 'their'} step index with `index_for_timestep` "
-        f"(`nonzero().item()`: a device-to-host sync) because no begin index is set; call "
-        f"{' and '.join(f'`{e}.set_begin_index(0)`' for e in names)} before the loop" + (f" ({who})" if who else "")
+        f"the first {' and '.join(f'`{e}.step()`' for e in names)} look{'' if several else 's'} up "
+        f"{'their' if several else 'its'} step index with `index_for_timestep` (`nonzero().item()`: a device-to-host "
+        f"sync) because no begin index is set; call {' and '.join(f'`{e}.set_begin_index(0)`' for e in names)} "
+        "before the loop"
     )
-    left = [f"`{e}` is left as it is: {b}" for e, b in blockers.items() if b] if any(not b for b in blockers.values()) else []
-    return message + "".join(f"; {line}" for line in left)
+    if classes:
+        message += f" ({_names(classes)} look{'s' if len(classes) == 1 else ''} it up)"
+    if any(blocker is None for blocker in blockers.values()):
+        message += "".join(f"; the fix leaves `{e}` alone: {b}" for e, b in blockers.items() if b)
+    return message
 
 
 def _names(classes: list[str]) -> str:
