@@ -96,7 +96,10 @@ class SchedulerIndexLookup(Rule):
 
     ## Evidence
     diffusers #11696 ("Avoid DtoH sync from access of nonzero() item in scheduler") added the
-    call to Flux; Wan, Chroma, QwenImage and PixArt have it since.
+    call to Flux; Wan, Chroma, QwenImage and PixArt have it since, and `LTX2Pipeline` sets it on
+    its video scheduler and on the audio scheduler deep-copied from it, one call after the other.
+    Schedulers gained `set_begin_index` in diffusers 0.27; before that, the first index was looked
+    up whatever the pipeline did, so older trees get no fix.
     """
 
     code = "DIF005"

@@ -199,7 +199,7 @@ def test_a_loop_that_steps_twice_per_iteration_is_still_fixed(reviewed: Reviewed
 
 
 def test_schedulers_without_a_begin_index_get_nothing_in_an_old_release() -> None:
-    # 0.25.1's schedulers look their first index up whatever the pipeline sets: a guarded call would do nothing.
+    # Schedulers before 0.27 look their first index up whatever the pipeline sets: a guarded call does nothing.
     pipeline = release_tree("0.25.1") / "diffusers" / PIPELINE
     result = run(RunOptions(paths=(pipeline,), mode=Mode.CHECK, select=("DIF005",), jobs=1))
     assert result.findings == [] and result.errors == []
