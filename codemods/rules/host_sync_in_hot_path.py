@@ -144,9 +144,9 @@ class HostSyncInHotPath(Rule):
         if where is None:
             return None
         finding.message = (
-            f"{finding.message} looks its step index up in the schedule on every call ({where}, through "
-            "`index_for_timestep`): the host waits for the device every denoising step, and `set_begin_index` "
-            "cannot remove it; the scheduler should advance its `step_index` instead, as FlowMatchEuler does"
+            f"{finding.message} looks its step index up in the schedule on every call ({where}): the host waits "
+            "for the device every denoising step, and `set_begin_index` cannot remove it; the scheduler should "
+            "advance its `step_index` instead, as FlowMatchEuler does"
         )
         return finding
 
