@@ -136,13 +136,15 @@ def _sets_schedule(call: ast.Call, scheduler: str) -> ast.Call | None:
 
 
 def _same_arguments(first: ast.Call, second: ast.Call) -> bool:
-    def arguments(call: ast.Call) -> str:
-        positional = call.args if isinstance(call.func, ast.Attribute) else call.args[1:]
-        return ast.dump(ast.Tuple([*positional, *(k.value for k in call.keywords)], ast.Load())) + repr(
-            [k.arg for k in call.keywords]
-        )
+    """The two calls pass the same schedule arguments (the scheduler itself aside), as written."""
+    return type(first.func) is type(second.func) and _arguments(first) == _arguments(second)
 
-    return type(first.func) is type(second.func) and arguments(first) == arguments(second)
+
+def _arguments(call: ast.Call) -> list[tuple[str | None, str]]:
+    # `ast.unparse`, not `ast.dump`: dump's recursive closure leaves a reference cycle per call, and the
+    # scan workers run with the cycle collector off.
+    positional = call.args if isinstance(call.func, ast.Attribute) else call.args[1:]
+    return [(None, ast.unparse(a)) for a in positional] + [(k.arg, ast.unparse(k.value)) for k in call.keywords]
 
 
 def _holds(block: list[ast.stmt], targets: set[int]) -> bool:
