@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from codemods.analysis.class_places import places_at
 from codemods.analysis.host_reads import HostRead, host_reads
 from codemods.analysis.hot_paths import hot_paths
+from codemods.analysis.scheduler_lookups import every_call_lookup
+from codemods.analysis.stepped_schedulers import scheduler_loops
 from codemods.findings import Finding, FixSafety
-from codemods.project import TreeInfo
+from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile
 
@@ -49,7 +51,9 @@ class HostSyncInHotPath(Rule):
     on its device and the `t` its loop takes from them. Python numbers, CPU tensors (a
     `timesteps_cpu` copy, a scheduler's CPU sigmas), set-up code, first-step-only branches and
     non-tensor fallbacks (`if not torch.is_tensor(t):`) are left alone, as is `x[mask] = value`
-    (a masked fill, no sync).
+    (a masked fill, no sync). A scheduler call in a denoising loop is reported where the
+    scheduler's own source (followed across files) looks its step index up in the schedule on
+    every call (`FlowMapEulerDiscreteScheduler.step`), which no `set_begin_index` avoids.
 
     ## Why is this bad?
     The host cannot run ahead of the GPU past a sync: the queue drains, the GPU idles while
@@ -119,6 +123,32 @@ class HostSyncInHotPath(Rule):
                     continue
                 seen.add(key)
                 yield self.finding(source, read.node, _message(source, read, scope))
+        if "scheduler.step(" in source.text:
+            yield from self._scheduler_lookups(source)
+
+    def _scheduler_lookups(self, source: SourceFile) -> Iterator[Finding]:
+        """A loop's scheduler calls; `resolve` keeps those whose scheduler looks its index up on every call."""
+        for found in scheduler_loops(source):
+            for scheduler in found.schedulers:
+                for call in scheduler.calls:
+                    method = call.func.attr  # type: ignore[attr-defined]
+                    if method in ("step", "scale_model_input"):
+                        question = ("every_call_lookup", method, *scheduler.types)
+                        yield self.finding(source, call, f"`{scheduler.expression}.{method}()`", requires=(question,))
+
+    def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
+        if not finding.requires:
+            return finding
+        (_, method, *types) = finding.requires[0]
+        where = every_call_lookup(index, tuple(types), method)
+        if where is None:
+            return None
+        finding.message = (
+            f"{finding.message} looks its step index up in the schedule on every call ({where}): the host waits "
+            "for the device every denoising step, and `set_begin_index` cannot remove it; the scheduler should "
+            "advance its `step_index` instead, as FlowMatchEuler does"
+        )
+        return finding
 
     valid = (
         # A Python number compared in the loop: no tensor, no sync.

@@ -1,52 +1,63 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from codemods.analysis.hot_paths import is_denoising_loop, is_scheduler
-from codemods.analysis.place import Place
-from codemods.analysis.placement import FunctionPlaces
-from codemods.analysis.types import attribute_types
+from codemods.analysis.first_step import iterated_schedule, step_blocker
+from codemods.analysis.scheduler_lookups import index_lookups, merged
+from codemods.analysis.stepped_schedulers import STEP_CALL, SteppedScheduler, scheduler_loops
 from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import SourceFile, call_argument, dotted_name, spans_a_line, statements
+from codemods.source import SourceFile, dotted_name
 
 if TYPE_CHECKING:
     import libcst
 
-_SCHEDULER = "self.scheduler"
 _COMMENT = (
     "# We set the index here to remove DtoH sync, helpful especially during compilation.",
     "# Check out more details here: https://github.com/huggingface/diffusers/pull/11696",
 )
-# Scheduler methods that read `begin_index` other than through the first step's index lookup.
-_READS_BEGIN_INDEX = {"add_noise", "scale_noise", "set_timesteps", "set_begin_index"}
-# Loop-invariant rebindings of the timesteps that keep the first one first (`timesteps[:n]`).
-_TIMESTEP_SOURCES = ("retrieve_timesteps",)
+# Scheduler methods whose first call may look the index up; the loop's calls of them are followed.
+_FIRST_CALLS = ("step", "scale_model_input")
+_ANOTHER_LOOP = "the method has more than one denoising loop; where each one starts cannot be told apart"
 
 
 class SchedulerIndexLookup(Rule):
     """
     ## What it does
-    Finds a pipeline's denoising loop that calls `self.scheduler.step()` while the scheduler's
-    begin index is unset, where the scheduler (every class its annotation allows) finds its first
-    step index with `index_for_timestep`. Where the loop provably starts at the first timestep
-    (the timesteps come from `retrieve_timesteps(self.scheduler, ...)` or
-    `self.scheduler.timesteps`, at most cut short with `timesteps[:n]`), the fix sets the begin
-    index just before the loop, with the comment diffusers uses:
+    Finds a pipeline's denoising loop that steps a scheduler whose begin index is unset, where
+    the scheduler finds its first step index with `index_for_timestep` unless a begin index is
+    set. That is read from the scheduler's own source (its `step()` and `scale_model_input()`,
+    and the methods they call, across files): a class that never reads `begin_index` there
+    (Helios starts at 0 by itself, DDIM never looks anything up) gets nothing, and one that looks
+    an index up on *every* step (FlowMapEuler) is left to DIF007, since the begin index would
+    save one sync of many. The schedulers followed are the pipeline's typed components
+    (`self.scheduler`, `self.prior_scheduler`) and local deep copies of them made before the loop
+    (`audio_scheduler = copy.deepcopy(self.scheduler)`, as LTX2 and Kandinsky 6 step their audio).
+
+    Where the first step provably runs at the schedule's first timestep, the fix sets the begin
+    index of each such scheduler just before the loop, with the comment diffusers uses:
     ```python
     # We set the index here to remove DtoH sync, helpful especially during compilation.
     # Check out more details here: https://github.com/huggingface/diffusers/pull/11696
     self.scheduler.set_begin_index(0)
+    if audio_scheduler is not None:
+        audio_scheduler.set_begin_index(0)
     ```
     guarded by `if hasattr(self.scheduler, "set_begin_index"):` (as PixArt and Sana do) when a
-    scheduler the annotation allows has no such method. Loops that start later (img2img and
-    inpainting with `strength`), that call `add_noise`/`scale_noise`/`set_timesteps` (which read
-    the begin index too), or that share the method with another loop, are reported only.
+    class the annotation allows has no such method. Provably means: the loop iterates the
+    scheduler's timesteps from the first (`retrieve_timesteps(self.scheduler, ...)` or
+    `self.scheduler.timesteps`, at most cut short with `timesteps[:n]`); every iteration reaches
+    `step()` (a `continue` before it, like LTX's `skip_steps_sigma_threshold`, makes the first
+    step that runs a later one; the `interrupt` exit and conditions no iteration changes, like
+    `if sample_audio:`, are fine); a copy has the loop's schedule (copied after it was set, or
+    given the same arguments); and the loop calls no `add_noise`/`scale_noise`/`set_timesteps`
+    (which read the begin index too). Loops that start later (img2img and inpainting with
+    `strength`), or that share the method with another loop, are reported only; so is a
+    scheduler of several that cannot be proven, while the others are fixed.
 
     ## Why is this bad?
     Without a begin index the first `step()` (or `scale_model_input()`) calls
@@ -85,77 +96,96 @@ class SchedulerIndexLookup(Rule):
 
     ## Evidence
     diffusers #11696 ("Avoid DtoH sync from access of nonzero() item in scheduler") added the
-    call to Flux; Wan, Chroma, QwenImage and PixArt have it since.
+    call to Flux; Wan, Chroma, QwenImage and PixArt have it since, and `LTX2Pipeline` sets it on
+    its video scheduler and on the audio scheduler deep-copied from it, one call after the other.
+    Schedulers gained `set_begin_index` in diffusers 0.27; before that, the first index was looked
+    up whatever the pipeline did, so older trees get no fix.
     """
 
     code = "DIF005"
     name = "scheduler-index-lookup"
     summary = "first `scheduler.step()` looks up its index with `nonzero().item()`; call `set_begin_index(0)`"
     fix_safety = FixSafety.UNSAFE
-    trigger = re.compile(r"scheduler\.step\(")  # no leading \b: a literal prefix searches fast
+    trigger = STEP_CALL
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
-        lines = source.lines_matching(self.trigger)
-        classes = [n for n, _ in source.walk_lines(lines) if isinstance(n, ast.ClassDef)]
-        for cls in classes:
-            if is_scheduler(cls) or ("set_begin_index" in source.text and _sets_begin_index(cls)):
-                continue
-            types = attribute_types(cls).get("scheduler")
-            if not types:
-                continue  # no annotation: which scheduler runs, and whether it looks anything up, is unknown
-            for method in (n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
-                step_lines = [line for line in lines if method.lineno <= line <= (method.end_lineno or 0)]
-                loops = _stepping_loops(method, step_lines) if step_lines else []
-                if not loops or not _schedule_on_device(method):
-                    continue  # no stepping loop, or timesteps on the CPU (the lookup is a CPU op, no sync)
-                for loop in loops:
-                    yield self._finding(source, method, loop, loops, types)
+        # Whether a scheduler class reads the begin index is a question for `resolve`, which can read its source.
+        handled_by_class: dict[int, set[str] | None] = {}
+        for found in scheduler_loops(source):
+            if id(found.owner) not in handled_by_class:
+                handled_by_class[id(found.owner)] = (
+                    _begin_index_set(found.owner) if "set_begin_index" in source.text else set()
+                )
+            handled = handled_by_class[id(found.owner)]
+            schedulers = [s for s in found.schedulers if handled is not None and s.expression not in handled]
+            if schedulers:
+                yield self._finding(source, found.method, found.loop, schedulers, found.elsewhere)
 
-    def _finding(self, source: SourceFile, method, loop: ast.For, loops: list, types) -> Finding:
-        step = next(n for n in ast.walk(loop) if _is_scheduler_call(n, "step"))
-        blocker = _why_no_fix(method, loop, loops)
+    def _finding(self, source: SourceFile, method, loop: ast.For, schedulers: list, others: frozenset[str]) -> Finding:
+        owner, blocker = iterated_schedule(method, loop)
         anchor = _anchor(method, loop)
-        fix = None
-        if blocker is None and anchor is not None:
-            fix = Fix(
-                self.fix_safety,
-                "set the begin index before the loop: `self.scheduler.set_begin_index(0)`",
-                (Edit(source.statement_ref(anchor), "set_begin_index", (("guarded", True),), inserts=True),),
-            )
-        elif blocker is None:
+        if blocker is None and anchor is None:
             blocker = "the loop is not a statement of the method's own block; set the begin index by hand"
+        blockers = {
+            s.expression: blocker
+            or (_ANOTHER_LOOP if s.expression in others else None)
+            or step_blocker(s, loop, owner, method)
+            for s in schedulers
+        }
+        calls = tuple((s.expression, s.nullable, True) for s in schedulers if blockers[s.expression] is None)
+        fix = None
+        if calls and anchor is not None:
+            edit = Edit(source.statement_ref(anchor), "set_begin_index", (("calls", calls),), inserts=True)
+            fix = Fix(self.fix_safety, "set the begin index before the loop", (edit,))
         return self.finding(
             source,
-            step,
-            "the first `self.scheduler.step()` looks up its step index with `index_for_timestep` "
-            "(`nonzero().item()`: a device-to-host sync) because no begin index is set; "
-            "call `self.scheduler.set_begin_index(0)` before the loop",
+            schedulers[0].steps[0],
+            _message({s.expression: [] for s in schedulers}, blockers),
             fix,
-            requires=(("index_lookup", *types),),
-            not_fixed_reason=blocker,
+            requires=tuple(_lookup_question(s) for s in schedulers),
+            not_fixed_reason=next(iter(blockers.values())) if fix is None else None,
+            blockers=blockers,
         )
 
     def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
-        classes = [c for name in finding.requires[0][1:] for c in index.expand_types(name)]
-        lookups = [
-            c for c in classes if index.methods(c, "_init_step_index") and index.methods(c, "index_for_timestep")
-        ]
+        lookups: dict[str, list[str]] = {}  # scheduler -> its classes that look the first index up
+        unguarded: set[str] = set()  # schedulers whose every class has `set_begin_index`
+        for _, expression, methods, *types in finding.requires:
+            classes = sorted({c for name in types for c in index.expand_types(name)})
+            looking = [c for c in classes if _reads_begin_index(index, c, methods.split(","))]
+            if looking:
+                lookups[expression] = looking
+            if all(index.methods(c, "set_begin_index") for c in classes):
+                unguarded.add(expression)
         if not lookups:
-            return None
-        finding.message += f" ({_names(sorted(set(lookups)))} look{'s' if len(set(lookups)) == 1 else ''} it up)"
-        if finding.fix is not None and all(index.methods(c, "set_begin_index") for c in classes):
-            (edit,) = finding.fix.edits
-            unguarded = Edit(edit.target, edit.op, (("guarded", False),), inserts=True)
-            finding.fix = Fix(finding.fix.safety, finding.fix.description, (unguarded,))
+            return None  # nothing looks an index up, or every lookup stays whatever the begin index (DIF007)
+        blockers = {e: b for e, b in finding.extra["blockers"].items() if e in lookups}
+        finding.message = _message(lookups, blockers)
+        calls = finding.fix and finding.fix.edits[0].param("calls")
+        kept = tuple((e, nullable, e not in unguarded) for e, nullable, _ in calls or () if e in lookups)
+        if kept:
+            (edit,) = finding.fix.edits  # type: ignore[union-attr]
+            new_edit = Edit(edit.target, edit.op, (("calls", kept),), inserts=True)
+            names = " and ".join(f"`{e}`" for e, _, _ in kept)
+            finding.fix = Fix(finding.fix.safety, f"set the begin index of {names} before the loop", (new_edit,))  # type: ignore[union-attr]
+            finding.not_fixed_reason = None
+        else:
+            finding.fix = None
+            finding.not_fixed_reason = next(b for b in blockers.values() if b)
         return finding
 
-    def edit_set_begin_index(self, node: libcst.BaseStatement, guarded: bool) -> libcst.FlattenSentinel:
-        call = "self.scheduler.set_begin_index(0)\n"
-        if guarded:
-            call = 'if hasattr(self.scheduler, "set_begin_index"):\n    ' + call
+    def edit_set_begin_index(self, node: libcst.BaseStatement, calls: tuple) -> libcst.FlattenSentinel:
+        statements = []
+        for expression, nullable, guarded in calls:
+            call = f"{expression}.set_begin_index(0)\n"
+            if guarded:  # `hasattr(None, ...)` is False: the guard covers a copy that may be None too
+                call = f'if hasattr({expression}, "set_begin_index"):\n    ' + call
+            elif nullable:
+                call = f"if {expression} is not None:\n    " + call
+            statements.append(cst.parse_statement(call))
         comments = [cst.EmptyLine(comment=cst.Comment(text)) for text in _COMMENT]
-        statement = cst.parse_statement(call).with_changes(leading_lines=[*node.leading_lines, *comments])
-        return cst.FlattenSentinel([statement, node.with_changes(leading_lines=[])])
+        statements[0] = statements[0].with_changes(leading_lines=[*node.leading_lines, *comments])
+        return cst.FlattenSentinel([*statements, node.with_changes(leading_lines=[])])
 
     valid = (
         # The begin index is set (here by an img2img helper): nothing to look up.
@@ -197,181 +227,50 @@ class SchedulerIndexLookup(Rule):
     )
 
 
+def _lookup_question(scheduler: SteppedScheduler) -> tuple[str, ...]:
+    methods = [m for m in scheduler.methods if m in _FIRST_CALLS]
+    return ("index_lookup", scheduler.expression, ",".join(methods), *scheduler.types)
+
+
+def _reads_begin_index(index: ProjectIndex, class_name: str, methods: list[str]) -> bool:
+    """`class_name` looks its first index up in these methods unless a begin index is set, and nowhere else."""
+    found = [lookups for m in methods if (lookups := index_lookups(index, class_name, m)) is not None]
+    return bool(found) and merged(found).reads_begin_index
+
+
+def _message(lookups: dict[str, list[str]], blockers: dict[str, str | None]) -> str:
+    names = list(lookups)
+    several = len(names) > 1
+    classes = sorted({c for found in lookups.values() for c in found})
+    message = (
+        f"the first {' and '.join(f'`{e}.step()`' for e in names)} look{'' if several else 's'} up "
+        f"{'their' if several else 'its'} step index with `index_for_timestep` (`nonzero().item()`: a device-to-host "
+        f"sync) because no begin index is set; call {' and '.join(f'`{e}.set_begin_index(0)`' for e in names)} "
+        "before the loop"
+    )
+    if classes:
+        message += f" ({_names(classes)} look{'s' if len(classes) == 1 else ''} it up)"
+    if any(blocker is None for blocker in blockers.values()):
+        message += "".join(f"; the fix leaves `{e}` alone: {b}" for e, b in blockers.items() if b)
+    return message
+
+
 def _names(classes: list[str]) -> str:
     return ", ".join(classes) if len(classes) <= 3 else f"{', '.join(classes[:3])} and {len(classes) - 3} more"
 
 
-def _scheduler_method(node: ast.AST) -> str | None:
-    """`step` for `self.scheduler.step(...)`."""
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and dotted_name(node.func.value) == _SCHEDULER
-    ):
-        return node.func.attr
-    return None
-
-
-def _is_scheduler_call(node: ast.AST, method: str) -> bool:
-    return _scheduler_method(node) == method
-
-
-def _steps_scheduler(loop: ast.AST) -> bool:
-    return any(_is_scheduler_call(n, "step") for n in ast.walk(loop))
-
-
-def _stepping_loops(method, step_lines: list[int]) -> list[ast.For]:
-    """Denoising loops that call `self.scheduler.step()`, innermost only (Marigold loops over batches outside).
-
-    `step_lines`: the lines of the method where the text `scheduler.step(` stands; loops without one are skipped.
-    """
-    loops = [
-        n
-        for n in statements(method.body)
-        if is_denoising_loop(n) and spans_a_line(n, step_lines) and _steps_scheduler(n)
-    ]
-    return [loop for loop in loops if not any(other is not loop and _inside_lines(other, loop) for other in loops)]
-
-
-def _inside_lines(inner: ast.AST, outer: ast.AST) -> bool:
-    return outer.lineno <= inner.lineno and inner.end_lineno <= outer.end_lineno
-
-
-def _schedule_on_device(method) -> bool:
-    """`self.scheduler.set_timesteps(..., device=...)` or `retrieve_timesteps(self.scheduler, n, device)` here."""
-    places = FunctionPlaces(method)
-    for node in ast.walk(method):
-        if not isinstance(node, ast.Call):
-            continue
-        if _is_scheduler_call(node, "set_timesteps"):
-            device = call_argument(node, "device", 1)
-        elif (
-            (dotted_name(node.func) or "").endswith(_TIMESTEP_SOURCES)
-            and node.args
-            and (dotted_name(node.args[0]) == _SCHEDULER)
-        ):
-            device = call_argument(node, "device", 2)
-        else:
-            continue
-        if device is not None and places.device_place(device) is Place.DEVICE:
-            return True
-    return False
-
-
-def _sets_begin_index(cls: ast.ClassDef) -> bool:
-    return any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "set_begin_index"
-        for n in ast.walk(cls)
-    )
-
-
-def _why_no_fix(method, loop: ast.For, loops: list) -> str | None:
-    if len(loops) > 1:
-        return "the method has more than one denoising loop; where each one starts cannot be told apart"
-    called = sorted({_scheduler_method(n) for n in ast.walk(loop)} & _READS_BEGIN_INDEX)
-    if called:
-        return f"the loop calls `self.scheduler.{called[0]}()`, which reads the begin index too"
-    iterated = _iterated(loop.iter)
-    if dotted_name(iterated) == f"{_SCHEDULER}.timesteps":
-        return None
-    if not isinstance(iterated, ast.Name):
-        return f"the loop iterates `{ast.unparse(iterated)}`, which may not start at the first timestep"
-    unproven = _unproven_binding(method, iterated.id, loop)
-    if unproven is not None:
-        text, line = unproven
-        return (
-            f"`{iterated.id}` is bound by `{text}` (line {line}), so the loop may not start at the first "
-            "timestep (img2img/inpainting start later); set the begin index where the start is known"
-        )
-    return None
-
-
-def _iterated(iterable: ast.expr) -> ast.expr:
-    """`timesteps` of `enumerate(timesteps)` or `self.progress_bar(timesteps)`."""
-    while (
-        isinstance(iterable, ast.Call)
-        and iterable.args
-        and (
-            dotted_name(iterable.func) in ("enumerate", "reversed")
-            or (dotted_name(iterable.func) or "").endswith("progress_bar")
-        )
-    ):
-        if dotted_name(iterable.func) == "reversed":
-            return iterable
-        iterable = iterable.args[0]
-    if _is_prefix(iterable):
-        return _iterated(iterable.value)  # type: ignore[attr-defined]
-    return iterable
-
-
-def _is_prefix(node: ast.expr) -> bool:
-    """`x[:n]`: keeps the first element first."""
-    return (
-        isinstance(node, ast.Subscript)
-        and isinstance(node.slice, ast.Slice)
-        and node.slice.lower is None
-        and node.slice.step is None
-    )
-
-
-def _unproven_binding(method, name: str, loop: ast.For) -> tuple[str, int] | None:
-    """Why the value of `name` the loop starts with may not begin at the scheduler's first timestep.
-
-    The last binding before the loop that is not a prefix (`timesteps[:n]`) must be
-    `retrieve_timesteps(self.scheduler, ...)` or `self.scheduler.timesteps`.
-    """
-    bindings: list[tuple[ast.stmt, int, ast.expr | None]] = []
-    for node in statements(method.body):
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
-            targets, value = [node.target], node.value
-        elif isinstance(node, ast.For | ast.AsyncFor | ast.With | ast.AsyncWith) and node is not loop:
-            targets = (
-                [node.target]
-                if isinstance(node, ast.For | ast.AsyncFor)
-                else [i.optional_vars for i in node.items if i.optional_vars is not None]
-            )
-            value = None
-        else:
-            continue
-        for target in targets:
-            position = _position(target, name)
-            if position is not None and node.lineno < loop.lineno:
-                bindings.append((node, position, value))
-    bindings.sort(key=lambda binding: binding[0].lineno)
-    while bindings and _is_prefix_of(bindings[-1][2], name) and bindings[-1][1] == -1:
-        bindings.pop()
-    if not bindings:
-        return (f"a parameter or an outer name `{name}`", method.lineno)
-    node, position, value = bindings[-1]
-    if _keeps_first(value, position):
-        return None
-    return ast.unparse(node).splitlines()[0], node.lineno
-
-
-def _position(target: ast.expr, name: str) -> int | None:
-    if isinstance(target, ast.Name):
-        return -1 if target.id == name else None
-    if isinstance(target, ast.Tuple | ast.List):
-        for position, element in enumerate(target.elts):
-            if isinstance(element, ast.Name) and element.id == name:
-                return position
-    return None
-
-
-def _keeps_first(value: ast.expr | None, position: int) -> bool:
-    if value is None:
-        return False
-    if position == 0 and isinstance(value, ast.Call):
-        function = (dotted_name(value.func) or "").rsplit(".", 1)[-1]
-        return function in _TIMESTEP_SOURCES and bool(value.args) and dotted_name(value.args[0]) == _SCHEDULER
-    return position == -1 and dotted_name(value) == f"{_SCHEDULER}.timesteps"
-
-
-def _is_prefix_of(value: ast.expr | None, name: str) -> bool:
-    """`name[:n]` (SDXL's `denoising_end` cuts the end of the schedule, never its start)."""
-    return value is not None and _is_prefix(value) and isinstance(value.value, ast.Name) and value.value.id == name  # type: ignore[attr-defined]
+def _begin_index_set(cls: ast.ClassDef) -> set[str] | None:
+    """The schedulers whose begin index the class sets itself; None when it sets one it does not name
+    (`scheduler.set_begin_index(...)` on a helper's parameter, which may be any of them)."""
+    handled: set[str] = set()
+    parameters = {a.arg for n in ast.walk(cls) if isinstance(n, ast.arguments) for a in (*n.args, *n.kwonlyargs)}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_begin_index":
+            receiver = dotted_name(node.func.value)
+            if receiver is None or receiver in parameters:
+                return None
+            handled.add(receiver)
+    return handled
 
 
 def _anchor(method, loop: ast.For) -> ast.stmt | None:

@@ -1,7 +1,10 @@
 """DIF005 on installed diffusers 0.42.1: the begin index is set before the loop, and nothing else changes.
 
 The diff test runs DIF005 alone on a copy of the Stable Diffusion pipeline: the only change is the
-inserted, guarded call before the progress-bar loop. The run test builds a tiny Stable Diffusion
+inserted, guarded call before the progress-bar loop. The review cases (issue 11 §2-4, issue 13)
+run DIF005 and DIF007 once over copies of the real pipelines they name, taken from the installed
+package at test time, and check each verdict: what a maintainer would merge is inserted, what
+would change results is reported only, and what saves nothing is not proposed. The run test builds a tiny Stable Diffusion
 pipeline (UNet, VAE, Euler, prompt embeddings given: no text encoder, no download) in the original and
 in the rewritten tree (`diffusers_trees`, every rule applied), each in its own interpreter, and
 compares the images exactly.
@@ -17,10 +20,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from conftest import DiffusersTrees, run_python_in_tree
 
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine import Mode, RunOptions, RunResult, run
 from codemods.project import installed_diffusers
+from tools.releases import release_tree
 
 PIPELINE = "pipelines/stable_diffusion/pipeline_stable_diffusion.py"
 INSERTED = [
@@ -86,6 +91,118 @@ def test_the_rewrite_only_inserts_the_guarded_call_before_the_loop(tmp_path: Pat
         after[inserted_at + len(INSERTED)].strip()
         == "with self.progress_bar(total=num_inference_steps) as progress_bar:"
     )
+
+
+REVIEWED = (
+    "ltx/pipeline_ltx_i2v_long_multi_prompt.py",
+    "helios/pipeline_helios.py",
+    "helios/pipeline_helios_pyramid.py",
+    "anyflow/pipeline_anyflow.py",
+    "ltx2/pipeline_ltx2_image2video.py",
+    "ltx2/pipeline_ltx2_condition.py",
+    "kandinsky6/pipeline_kandinsky6_ti2va.py",
+    "stable_diffusion/pipeline_stable_unclip.py",
+    "cosmos/pipeline_cosmos_text2world.py",
+)
+COMMENT = "# We set the index here to remove DtoH sync, helpful especially during compilation."
+
+
+class Reviewed:
+    """DIF005 and DIF007 applied to copies of the reviewed pipelines (one run for all of them)."""
+
+    def __init__(self, root: Path, result: RunResult) -> None:
+        self.root, self.result = root, result
+
+    def findings(self, name: str, code: str = "DIF005") -> list:
+        return [f for f in self.result.findings if f.code == code and Path(f.path).name == Path(name).name]
+
+    def original(self, name: str) -> list[str]:
+        return (installed_diffusers() / "pipelines" / name).read_text().splitlines()
+
+    def inserted(self, name: str) -> list[str]:
+        """The lines the run added to the file (it only ever inserts)."""
+        after = (self.root / Path(name).name).read_text().splitlines()
+        diff = difflib.unified_diff(self.original(name), after, lineterm="", n=0)
+        return [line[1:].strip() for line in diff if line.startswith("+") and not line.startswith("+++")]
+
+
+@pytest.fixture(scope="module")
+def reviewed(tmp_path_factory: pytest.TempPathFactory) -> Reviewed:
+    root = tmp_path_factory.mktemp("reviewed")
+    for name in REVIEWED:
+        shutil.copy(installed_diffusers() / "pipelines" / name, root / Path(name).name)
+    options = RunOptions(paths=(root,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF005", "DIF007"), jobs=1)
+    return Reviewed(root, run(options))
+
+
+def test_a_loop_that_continues_before_step_keeps_its_lookup(reviewed: Reviewed) -> None:
+    name = "ltx/pipeline_ltx_i2v_long_multi_prompt.py"
+    continue_line = 1 + next(
+        i
+        for i, line in enumerate(reviewed.original(name))
+        if line.strip() == "continue" and "sigma_val >" in reviewed.original(name)[i - 1]
+    )
+    (finding,) = reviewed.findings(name)
+    assert not finding.fixed and reviewed.inserted(name) == []
+    assert f"`continue` on line {continue_line}" in finding.not_fixed_reason
+
+
+@pytest.mark.parametrize("name", ["helios/pipeline_helios.py", "helios/pipeline_helios_pyramid.py"])
+def test_a_scheduler_that_never_reads_the_begin_index_gets_none(reviewed: Reviewed, name: str) -> None:
+    assert reviewed.findings(name) == [] and reviewed.inserted(name) == []
+
+
+def test_a_scheduler_that_looks_up_every_step_is_reported_by_dif007_not_dif005(reviewed: Reviewed) -> None:
+    name = "anyflow/pipeline_anyflow.py"
+    assert reviewed.findings(name) == [] and reviewed.inserted(name) == []
+    lookups = [f for f in reviewed.findings(name, "DIF007") if "on every call" in f.message]
+    (finding,) = lookups
+    assert reviewed.original(name)[finding.line - 1].strip().startswith("latents = self.scheduler.step(")
+    assert "`FlowMapEulerDiscreteScheduler.step`" in finding.message
+
+
+def test_a_deep_copied_audio_scheduler_gets_its_begin_index_too(reviewed: Reviewed) -> None:
+    name = "ltx2/pipeline_ltx2_image2video.py"
+    assert reviewed.inserted(name)[2:] == ["self.scheduler.set_begin_index(0)", "audio_scheduler.set_begin_index(0)"]
+
+
+def test_an_audio_copy_that_may_be_none_is_guarded(reviewed: Reviewed) -> None:
+    name = "kandinsky6/pipeline_kandinsky6_ti2va.py"
+    assert reviewed.inserted(name)[2:] == [
+        "self.scheduler.set_begin_index(0)",
+        "if audio_scheduler is not None:",
+        "audio_scheduler.set_begin_index(0)",
+    ]
+
+
+def test_an_audio_scheduler_that_may_be_its_own_component_is_left_alone(reviewed: Reviewed) -> None:
+    name = "ltx2/pipeline_ltx2_condition.py"
+    (finding,) = reviewed.findings(name)
+    assert reviewed.inserted(name)[2:] == ["self.scheduler.set_begin_index(0)"]
+    assert "the fix leaves `audio_scheduler` alone: `audio_scheduler` is bound on lines" in finding.message
+
+
+def test_a_prior_loop_over_timesteps_read_from_its_scheduler_gets_that_schedulers_index(reviewed: Reviewed) -> None:
+    name = "stable_diffusion/pipeline_stable_unclip.py"
+    inserted = reviewed.inserted(name)
+    assert [line for line in inserted if "set_begin_index(0)" in line and not line.startswith("if")] == [
+        "self.prior_scheduler.set_begin_index(0)",
+        "self.scheduler.set_begin_index(0)",
+    ]
+    assert inserted.count(COMMENT) == 2
+
+
+def test_a_loop_that_steps_twice_per_iteration_is_still_fixed(reviewed: Reviewed) -> None:
+    name = "cosmos/pipeline_cosmos_text2world.py"
+    (finding,) = reviewed.findings(name)
+    assert finding.fixed and "self.scheduler.set_begin_index(0)" in reviewed.inserted(name)
+
+
+def test_schedulers_without_a_begin_index_get_nothing_in_an_old_release() -> None:
+    # Schedulers before 0.27 look their first index up whatever the pipeline sets: a guarded call does nothing.
+    pipeline = release_tree("0.25.1") / "diffusers" / PIPELINE
+    result = run(RunOptions(paths=(pipeline,), mode=Mode.CHECK, select=("DIF005",), jobs=1))
+    assert result.findings == [] and result.errors == []
 
 
 def _generate(tree: Path, saved: Path) -> dict:
