@@ -84,14 +84,20 @@ def call_place(places: FunctionPlaces, call: ast.Call) -> Place:
     return Place.UNKNOWN
 
 
-def _torch_call_place(places: FunctionPlaces, call: ast.Call, name: str) -> Place:
+def torch_returns_tensor(name: str) -> bool:
+    """Whether `torch.<f>(...)` (or `F.<f>`) returns a tensor, wherever it lands."""
     short = name.rsplit(".", 1)[-1]
-    if (
+    return not (
         short in _TORCH_NON_TENSORS
         or name.startswith(_TORCH_NON_TENSOR_MODULES)
         or short[:1].isupper()
         and short not in _FACTORIES
-    ):
+    )
+
+
+def _torch_call_place(places: FunctionPlaces, call: ast.Call, name: str) -> Place:
+    short = name.rsplit(".", 1)[-1]
+    if not torch_returns_tensor(name):
         return Place.PYTHON
     device = call_argument(call, "device", None)
     if device is not None and not (isinstance(device, ast.Constant) and device.value is None):

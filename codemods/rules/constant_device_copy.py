@@ -9,6 +9,7 @@ from codemods.analysis.attributes import class_attributes, module_lineage
 from codemods.analysis.device_moves import DeviceMove, device_move
 from codemods.analysis.hot_paths import hot_paths
 from codemods.device_getter_sites import Site
+from codemods.device_getter_stores import is_store
 from codemods.device_getters import GetterPlan, plan_getter
 from codemods.findings import Finding, FixSafety
 from codemods.lazy import libcst as cst
@@ -118,7 +119,8 @@ class ConstantDeviceCopy(Rule):
             return
         functions = source.memo("module_functions", lambda: _module_functions(source.tree))
         attributes = [
-            source.memo(f"class_attributes:{id(c)}", lambda c=c: class_attributes(c, functions, source)) for c in lineage
+            source.memo(f"class_attributes:{id(c)}", lambda c=c: class_attributes(c, functions, source))
+            for c in lineage
         ]
         own = attributes[0]
         if any(a.dynamic_registration for a in attributes):
@@ -127,17 +129,19 @@ class ConstantDeviceCopy(Rule):
         sites = [
             s
             for s in sites
-            if s.attribute in own.init_tensors
-            and s.attribute not in registered
-            and s.attribute not in own.lazily_moved
-            and s.method.name != "__init__"
+            if s.attribute in own.init_tensors and s.attribute not in registered and s.method.name != "__init__"
         ]
+        stored_only = _stored_only(cls, own.lazily_moved)
+        # Moved and stored back, with a dtype or through a ternary: the attribute is not a constant table.
+        sites = [s for s in sites if s.attribute not in own.lazily_moved or s.attribute in stored_only]
         if not any(s.hot for s in sites):
             return
-        movable = [s for s in sites if s.move.device_only and s.attribute not in own.changed_after_init]
+        unchanged = own.changed_after_init - stored_only
+        movable = [s for s in sites if s.move.device_only and s.attribute not in unchanged]
         plan = plan_getter(source, tree, cls, movable, own.init_tensors) if any(s.hot for s in movable) else None
         for site in (s for s in sites if s.hot):
-            yield self._finding(source, site, own.first_change.get(site.attribute), plan)
+            changed_at = None if site.attribute in stored_only else own.first_change.get(site.attribute)
+            yield self._finding(source, site, changed_at, plan)
 
     def _finding(
         self, source: SourceFile, site: Site, changed_at: int | None, plan: GetterPlan | str | None
@@ -147,6 +151,13 @@ class ConstantDeviceCopy(Rule):
             f"`{_short(source, site.call)}` in `{site.method.name}` copies `self.{site.attribute}`, {kind}, "
             "to the device on every call; cache it per device"
         )
+        if is_store(site):
+            message = (
+                f"`self.{site.attribute} = {_short(source, site.call)}` in `{site.method.name}` moves "
+                f"`self.{site.attribute}`, {kind}, and stores it back on the module: torch.compile guards on the "
+                "stored tensor and recompiles when it changes, and offloading hooks never move it back; cache it "
+                "per device instead"
+            )
         reason = _why_not(site.attribute, site.move, changed_at)
         if reason is None and not isinstance(plan, GetterPlan):
             reason = plan
@@ -194,6 +205,12 @@ class ConstantDeviceCopy(Rule):
     def edit_remove_statement(self, node: libcst.SimpleStatementLine) -> libcst.RemovalSentinel:
         return cst.RemovalSentinel.REMOVE
 
+    def edit_replace_with_getter_call(
+        self, node: libcst.BaseStatement, text: str, comment: str
+    ) -> libcst.BaseStatement:
+        leading = [*node.leading_lines, cst.EmptyLine(comment=cst.Comment(comment))]
+        return cst.parse_statement(text).with_changes(leading_lines=leading)
+
     valid = (
         # A registered buffer: `model.to()` and offloading hooks move it; moving it in forward is required.
         (
@@ -201,11 +218,11 @@ class ConstantDeviceCopy(Rule):
             '    def __init__(self):\n        super().__init__()\n        self.register_buffer("scale", torch.ones(4))\n\n'
             "    def forward(self, x):\n        return x * self.scale.to(x.device)\n"
         ),
-        # Moved once and kept: after the first call the tensor is already on the device.
+        # Moved and stored back with its dtype changed: not a constant table any more.
         (
             "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
             "    def __init__(self):\n        super().__init__()\n        self.table = torch.ones(4)\n\n"
-            "    def forward(self, x):\n        self.table = self.table.to(x.device)\n        return x * self.table\n"
+            "    def forward(self, x):\n        self.table = self.table.to(x.device, x.dtype)\n        return x * self.table\n"
         ),
         # A dtype cast, not a device move.
         (
@@ -215,6 +232,22 @@ class ConstantDeviceCopy(Rule):
         ),
     )
     invalid = (
+        # Moved and stored back: the store goes, the getter's result takes its place.
+        Example(
+            "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.table = torch.ones(4)\n\n"
+            "    def forward(self, x):\n        self.table = self.table.to(x.device)\n        return x * self.table\n",
+            "import functools\n\nimport torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.table = torch.ones(4)\n\n"
+            "    @functools.lru_cache(maxsize=None)\n"
+            "    def _get_device_table(self, device: torch.device) -> torch.Tensor:\n"
+            '        """Return table on the given device."""\n'
+            "        return self.table.to(device)\n\n"
+            "    def forward(self, x):\n"
+            "        # Use cached device-transferred table instead of storing them back on the module\n"
+            "        table_device = self._get_device_table(x.device)\n"
+            "        return x * table_device\n",
+        ),
         Example(
             "import torch\nfrom torch import nn\n\n\nclass Rope(nn.Module):\n"
             "    def __init__(self):\n        super().__init__()\n        self.freqs = torch.polar(torch.ones(8, 4), torch.zeros(8, 4))\n\n"
@@ -232,6 +265,23 @@ class ConstantDeviceCopy(Rule):
             "    def forward(self, x):\n        return x - torch.tensor([0.5, 0.25]).to(x.device)\n",
         ),
     )
+
+
+def _stored_only(cls: ast.ClassDef, lazily_moved: frozenset[str]) -> frozenset[str]:
+    """Attributes changed after `__init__` only by `self.A = self.A.to(<device>)`: still constant tables."""
+    found = set()
+    for attribute in lazily_moved:
+        values = [
+            node.value
+            for method in cls.body
+            if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method.name != "__init__"
+            for node in ast.walk(method)
+            if isinstance(node, ast.Assign) and any(_self_attribute(t) == attribute for t in node.targets)
+        ]
+        moves = [device_move(v) if isinstance(v, ast.Call) else None for v in values]
+        if values and all(m is not None and m.device_only for m in moves):
+            found.add(attribute)
+    return frozenset(found)
 
 
 def _why_not(attribute: str, move: DeviceMove, changed_at: int | None) -> str | None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from codemods.analysis.class_places import places_at
 from codemods.analysis.host_reads import host_reads
-from codemods.analysis.hot_paths import hot_paths, is_scheduler
+from codemods.analysis.hot_paths import hot_paths
 from codemods.analysis.place import Place
 from codemods.analysis.placement import FunctionPlaces
 from codemods.findings import Edit, Finding, Fix, FixSafety
@@ -15,7 +15,7 @@ from codemods.layout import add_keyword_argument, argument_layout
 from codemods.lazy import libcst as cst
 from codemods.project import TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import Ancestors, SourceFile, dotted_name, enclosing
+from codemods.source import Ancestors, SourceFile, dotted_name
 
 if TYPE_CHECKING:
     import libcst
@@ -37,9 +37,10 @@ class HostValueRebuilt(Rule):
     `torch.tensor(...).to(device)`, factories (`torch.arange`, `torch.linspace`, `torch.ones`, ...)
     created on the CPU and then moved with `.to(x.device)`, and values computed on the host from
     such a factory and then moved (`torch.exp(exponent).to(t.device)`, `exponent` an `arange`).
-    `torch.tensor(...)` in a scheduler's `step()` is DIF002's; `if not torch.is_tensor(t):`
-    fallbacks are cold and left alone; random draws (`randn_tensor(...).to(device)`) are never
-    flagged: drawing on the device would give other numbers.
+    A scheduler's `step()` and what it calls are hot too (UniPC's `torch.tensor(rks, device=device)`
+    ). `if not torch.is_tensor(t):` fallbacks are cold and left alone; random
+    draws (`randn_tensor(...).to(device)`) are never flagged: drawing on the device would give
+    other numbers.
 
     ## Why is this bad?
     Each one is a host-to-device copy per step or per call: the host builds the values, then
@@ -98,9 +99,6 @@ class HostValueRebuilt(Rule):
             scope = hot.hot_scope(ancestors, node)
             if scope is None:
                 continue
-            cls = enclosing(ancestors, ast.ClassDef)
-            if factory in _FROM_DATA and cls is not None and is_scheduler(cls):
-                continue  # DIF002 reports what a scheduler step rebuilds from Python values
             places = places_at(source, ancestors)
             if places is None:
                 continue
