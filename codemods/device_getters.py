@@ -25,6 +25,7 @@ from codemods.device_getter_stores import is_store, later_reads, store_edits, st
 from codemods.findings import Edit, ImportRequest
 from codemods.project import TreeInfo
 from codemods.source import SourceFile, dotted_name
+from codemods.stale_text import StaleClaim, refresh_stale_text
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,14 @@ class GetterPlan:
     description: str
     edits: tuple[Edit, ...]
     imports: tuple[ImportRequest, ...]
+
+
+# "moved to the activations' device on each call": what the class's prose says the rewrite stops doing.
+_PER_CALL_MOVE = re.compile(
+    r"\b(?:moved|copied|transferred|sent)[ \t]+to[ \t]+(?:[\w'.-]+[ \t]+){0,4}?(?:device|gpu|accelerator)[ \t]+"
+    r"(?P<stale>(?:on[ \t]+)?(?:each|every)[ \t]+(?:call|forward(?:[ \t]+(?:call|pass))?|step)|per[ \t]+call)",
+    re.IGNORECASE,
+)
 
 
 class _Declined(Exception):
@@ -70,8 +79,14 @@ class _Planner:
         imports = self._add_getter()
         # The getter's own `.to(device)` calls stay (an existing getter is reused, not rewritten into recursion).
         self.sites = [s for s in self.sites if s.method.name != self.getter]
-        for method in dict.fromkeys(s.method for s in self.sites):
+        rewritten = list(dict.fromkeys(s.method for s in self.sites))
+        for method in rewritten:
             self._rewrite_method(method, [s for s in self.sites if s.method is method])
+        claim = StaleClaim(_PER_CALL_MOVE, f"once, then cached per device by `{self.getter}`")
+        stale = refresh_stale_text(self.source, [self.cls, *rewritten], [claim], self.tree.line_length)
+        if isinstance(stale, str):
+            raise _Declined(stale)
+        self.edits.extend(stale)
         listing = ", ".join(f"`{a}`" for a in self.attributes)
         return GetterPlan(
             f"cache {listing} per device in `{self.getter}` and use it at {len(self.sites)} site(s)",

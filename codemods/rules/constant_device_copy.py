@@ -3,27 +3,23 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from codemods.analysis.attributes import class_attributes, module_lineage
 from codemods.analysis.device_moves import DeviceMove, device_move
 from codemods.analysis.hot_paths import hot_paths
+from codemods.device_getter_edits import DeviceGetterEdits
 from codemods.device_getter_sites import Site
 from codemods.device_getter_stores import is_store
 from codemods.device_getters import GetterPlan, plan_getter
 from codemods.findings import Finding, FixSafety
-from codemods.lazy import libcst as cst
 from codemods.project import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import Ancestors, SourceFile, dotted_name
 
-if TYPE_CHECKING:
-    import libcst
-
 _TENSOR_FACTORIES = {"torch.tensor", "torch.Tensor", "torch.as_tensor"}
 
 
-class ConstantDeviceCopy(Rule):
+class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     """
     ## What it does
     Finds `self.X.to(device)` (or `.to(device=...)`, `.to(x.device)`) in code that runs on every
@@ -165,51 +161,6 @@ class ConstantDeviceCopy(Rule):
         if reason is None:
             fix = self.fix(plan.description, *plan.edits, imports=plan.imports)
         return self.finding(source, site.call, message, fix, not_fixed_reason=reason)
-
-    def edit_add_device_getter(self, node: libcst.ClassDef, text: str, before: str) -> libcst.ClassDef:
-        body = list(node.body.body)
-        position = next(i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == before)
-        following = body[position]
-        if not following.leading_lines or following.leading_lines[0].comment is not None:
-            body[position] = following.with_changes(
-                leading_lines=[cst.EmptyLine(indent=False), *following.leading_lines]
-            )
-        getter = cst.parse_statement(text).with_changes(leading_lines=[cst.EmptyLine(indent=False)] if position else [])
-        body.insert(position, getter)
-        return node.with_changes(body=node.body.with_changes(body=body))
-
-    def edit_call_getter(self, node: libcst.Call, getter: str, index: int | None) -> libcst.BaseExpression:
-        device = next(a.value for a in node.args if a.keyword is None or a.keyword.value == "device")
-        call = cst.Call(func=cst.Attribute(value=cst.Name("self"), attr=cst.Name(getter)), args=[cst.Arg(value=device)])
-        if index is None:
-            return call.with_changes(lpar=node.lpar, rpar=node.rpar)
-        element = cst.SubscriptElement(slice=cst.Index(value=cst.Integer(str(index))))
-        return cst.Subscript(value=call, slice=[element], lpar=node.lpar, rpar=node.rpar)
-
-    def edit_use_local(self, node: libcst.Call, name: str) -> libcst.Name:
-        return cst.Name(name, lpar=node.lpar, rpar=node.rpar)
-
-    def edit_hoist_getter(
-        self, node: libcst.SimpleStatementLine, text: str, comment: str, replace_comment: bool
-    ) -> libcst.FlattenSentinel:
-        leading = list(node.leading_lines)
-        if replace_comment and leading and leading[-1].comment is not None:
-            leading.pop()
-        leading.append(cst.EmptyLine(comment=cst.Comment(comment)))
-        unpack = cst.parse_statement(text).with_changes(leading_lines=leading)
-        return cst.FlattenSentinel([unpack, node.with_changes(leading_lines=[])])
-
-    def edit_replace_statement(self, node: libcst.SimpleStatementLine, text: str) -> libcst.SimpleStatementLine:
-        return cst.parse_statement(text).with_changes(leading_lines=node.leading_lines)
-
-    def edit_remove_statement(self, node: libcst.SimpleStatementLine) -> libcst.RemovalSentinel:
-        return cst.RemovalSentinel.REMOVE
-
-    def edit_replace_with_getter_call(
-        self, node: libcst.BaseStatement, text: str, comment: str
-    ) -> libcst.BaseStatement:
-        leading = [*node.leading_lines, cst.EmptyLine(comment=cst.Comment(comment))]
-        return cst.parse_statement(text).with_changes(leading_lines=leading)
 
     valid = (
         # A registered buffer: `model.to()` and offloading hooks move it; moving it in forward is required.
