@@ -26,13 +26,17 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     call (a module's `forward` and the methods it calls), where `self.X` is a plain tensor attribute
     set once in `__init__`: not a registered buffer, parameter or submodule, and never reassigned or
     changed in place afterwards. Such attributes are typically complex RoPE tables kept out of
-    `register_buffer` because `model.to(dtype)` would drop their imaginary part. Also reports
-    `torch.tensor(<constant or config list>).to(device)` built in hot code.
+    `register_buffer` because `model.to(dtype)` would drop their imaginary part. Also finds such a
+    table moved and stored back on the module (`self.freqs = self.freqs.to(device)`, alone or under
+    `if self.pos_freqs.device != device:`), and reports `torch.tensor(<constant or config
+    list>).to(device)` built in hot code.
 
     ## Why is this bad?
     Nothing ever moves a plain attribute, so it stays on the CPU and every call copies it
     host-to-device again, and the copy synchronizes. In QwenImage this cost 76 ms per forward on an
-    A100.
+    A100. Storing the moved table back avoids the copy but makes module state follow the last call:
+    `torch.compile` guards on the stored tensor and recompiles when it is replaced, and offloading
+    hooks, which move registered state only, leave the table on the accelerator.
 
     ## Example
     ```python
@@ -66,12 +70,21 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     none by a computed name), the move changes nothing but the device, and no local holding a view of
     the result is changed in place. Registered state is never reported: moving buffers and parameters
     in `forward` is required under group offloading and `device_map`. Moves that also change the
-    dtype, and `torch.tensor(...)` constants, are reported without a fix.
+    dtype, and `torch.tensor(...)` constants, are reported without a fix. A store is dropped only
+    where nothing relied on it: it is one top-level statement (or one `if` holding only stores), every
+    later read of the table is in the same method, after it, with the device expression unchanged,
+    and other methods only move the table with `.to(device)`; otherwise the finding names the read
+    (QwenImage before 0.37: `_compute_video_freqs` reads `self.pos_freqs` as the store left it).
+    Docstrings and comments of the class and the rewritten methods that say the table "is moved to
+    the device on each call" are updated with the code; one the rule cannot rewrite on its line
+    refuses the fix.
 
     ## Evidence
     diffusers PR #13406 ("Cache RoPE freqs on device to avoid repeated CPU-GPU copy in QwenImage")
     added `_get_device_freqs` to `QwenEmbedRope` and `QwenEmbedLayer3DRope`; the profile showed a
     synchronizing host-to-device copy of `pos_freqs` on every forward, 76 ms each on an A100.
+    diffusers #10959 and #12061 removed stores of moved tables from `forward` (Wan's
+    `self.freqs = self.freqs.to(...)` until 0.33, QwenImage's guarded stores until 0.36).
     """
 
     code = "DIF001"

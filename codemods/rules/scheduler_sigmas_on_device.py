@@ -95,10 +95,11 @@ class SchedulerSigmasOnDevice(Rule):
     sigmas of 13 schedulers to the CPU after `set_timesteps`; the comment is theirs.
     `benchmarks/sigma_trade.py` counts the trade on the emulated accelerator (8 steps, diffusers
     0.42.1 with the line put back in its 0.25 form): Euler and EDM Euler save 2.0 syncs per step
-    in every pipeline, and StableDiffusionInpaintPipeline's per-step `add_noise` adds 0.875
-    host-to-device copies per step (2.88 -> 0.88 syncs, 2.88 -> 3.75 copies); schedulers whose
-    step reads no sigma on the host (Euler ancestral, Heun, KDPM2, DPM-Solver single-step,
-    consistency models...) save nothing and pay the same copies in inpainting.
+    and LMS 91.6 (SciPy reads each sigma) in every pipeline, while StableDiffusionInpaintPipeline's
+    per-step `add_noise` adds 0.875 host-to-device copies per step (Euler: 2.88 -> 0.88 syncs,
+    2.88 -> 3.75 copies); schedulers whose step reads no sigma on the host (Euler ancestral, Heun,
+    KDPM2, DPM-Solver single-step, consistency models...) save nothing and pay the same copies in
+    inpainting, so their line is reported without a fix.
     """
 
     code = "DIF002"
