@@ -166,19 +166,8 @@ class HostValueRebuilt(Rule):
         blocker = _why_no_fix(moved, target, factory)
         if blocker is not None:
             return self.finding(source, moved, message, not_fixed_reason=blocker)
-        statement = next(n for n in reversed(ancestors) if isinstance(n, ast.stmt))
-        rest = source.lines[(moved.end_lineno or moved.lineno) - 1][source.span(moved).end_column :]
-        added = f"device={source.segment(target)}"
-        layout = argument_layout(source, call, added, tree.line_length, statement, "", rest)
-        if layout is None:
-            return self.finding(source, moved, message, not_fixed_reason="the line must be re-wrapped; fix by hand")
-        safety = FixSafety.SAFE if exact(call, factory) else FixSafety.UNSAFE
-        fix = Fix(
-            safety,
-            f"create the tensor with `{added}` instead of moving it",
-            (Edit(source.ref(moved, "Call"), "create_on_device", (*layout, ("device", source.segment(target)))),),
-        )
-        return self.finding(source, moved, message, fix)
+        device = source.segment(target)
+        return self._created_on_device(source, tree, call, ancestors, moved, message, device, factory)
 
     def _met_on_device(self, source, tree, call, ancestors, factory, places: FunctionPlaces, when) -> Finding | None:
         """`scales = torch.logspace(-1, 0, n)` then `mid_block_res_sample *= scales[-1]`: created on the host,
@@ -199,15 +188,24 @@ class HostValueRebuilt(Rule):
         if target is None:
             reason = f"no tensor parameter of `{function.name}` names the device at line {call.lineno}; add it by hand"
             return self.finding(source, call, message, not_fixed_reason=reason)
+        return self._created_on_device(source, tree, call, ancestors, call, message, target, factory)
+
+    def _created_on_device(
+        self, source, tree, call: ast.Call, ancestors, anchor: ast.Call, message: str, device: str, factory: str
+    ) -> Finding:
+        """The finding on `anchor` (the factory, or the `.to()` that moves it), fixed by `device=` on the factory."""
         statement = next(n for n in reversed(ancestors) if isinstance(n, ast.stmt))
-        rest = source.lines[(call.end_lineno or call.lineno) - 1][source.span(call).end_column :]
-        added = f"device={target}"
+        rest = source.lines[(anchor.end_lineno or anchor.lineno) - 1][source.span(anchor).end_column :]
+        added = f"device={device}"
         layout = argument_layout(source, call, added, tree.line_length, statement, "", rest)
         if layout is None:
-            return self.finding(source, call, message, not_fixed_reason="the line must be re-wrapped; fix by hand")
+            return self.finding(source, anchor, message, not_fixed_reason="the line must be re-wrapped; fix by hand")
         safety = FixSafety.SAFE if exact(call, factory) else FixSafety.UNSAFE
-        edit = Edit(source.ref(call, "Call"), "add_device", (*layout, ("device", target)))
-        return self.finding(source, call, message, Fix(safety, f"create the tensor with `{added}`", (edit,)))
+        moved = anchor is not call
+        op = "create_on_device" if moved else "add_device"
+        edit = Edit(source.ref(anchor, "Call"), op, (*layout, ("device", device)))
+        description = f"create the tensor with `{added}`" + (" instead of moving it" if moved else "")
+        return self.finding(source, anchor, message, Fix(safety, description, (edit,)))
 
     def edit_add_device(self, node: libcst.Call, wrap: str, indent: str, device: str) -> libcst.Call:
         return add_keyword_argument(node, "device", cst.parse_expression(device), wrap=wrap, indent=indent)
