@@ -81,3 +81,20 @@ def consumer_needs(
                 holders += 1
                 needs.extend((path, use) for use in consumer.device_needs)
     return holders, needs
+
+
+def consumers_verdict(scheduler: str, own_path: str, index: ProjectIndex, code: str) -> tuple[str | None, str]:
+    """Why the tree's pipelines forbid CPU sigmas for `scheduler` (None: they allow them), and what was checked."""
+    holders, needs = consumer_needs(scheduler, own_path, index, code)
+    if needs:
+        path, use = needs[0]
+        return (
+            f"{path}:{use.line} holds a {scheduler} and {use.why} (`{use.text}`), "
+            "a use this rule cannot show to work with CPU sigmas"
+        ), ""
+    if holders:
+        return None, (
+            f"; {holders} class(es) in the tree typed to hold a {scheduler} read `scheduler.sigmas`, "
+            "none in a way that needs them on the device"
+        )
+    return None, f"; no class in the tree typed to hold a {scheduler} reads `scheduler.sigmas`"

@@ -13,6 +13,7 @@ from codemods.analysis.class_places import ClassPlaces, attribute_assignments
 from codemods.analysis.device_moves import device_move
 from codemods.analysis.discarded_results import DiscardedConversion, discarded_conversions
 from codemods.analysis.place import Place
+from codemods.analysis.sigma_flow import SigmaUse
 from codemods.analysis.sigma_taint import Taint
 from codemods.source import dotted_name
 
@@ -85,3 +86,20 @@ def anchor(setter: ast.FunctionDef) -> ast.stmt | None:
 
 def _is_self_store(node: ast.Attribute, name: str) -> bool:
     return node.attr == name and dotted_name(node.value) == "self" and isinstance(node.ctx, ast.Store)
+
+
+def why_no_fix(setter: ast.FunctionDef, needs: list[SigmaUse]) -> str | None:
+    if needs:
+        return (
+            f"line {needs[0].line} {needs[0].why} (`{needs[0].text}`), a use this rule cannot show to work with "
+            "CPU sigmas"
+        )
+    early = [n for n in ast.walk(setter) if isinstance(n, ast.Return) and n is not setter.body[-1]]
+    if early:
+        return f"`set_timesteps` returns early (line {early[0].lineno}); the sigmas must move on every path, by hand"
+    return None
+
+
+def describe(uses: list[SigmaUse]) -> str:
+    shown = "; ".join(f"`{u.text}` (line {u.line}) {u.why}" for u in uses[:2])
+    return shown + (f"; {len(uses) - 2} more" if len(uses) > 2 else "")

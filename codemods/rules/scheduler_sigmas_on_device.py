@@ -8,16 +8,18 @@ from typing import TYPE_CHECKING
 from codemods.analysis.class_places import ClassPlaces, class_places
 from codemods.analysis.discarded_results import DiscardedConversion
 from codemods.analysis.hot_paths import hot_paths, is_scheduler
-from codemods.analysis.sigma_consumers import CONSUMER_PATTERN, SigmaConsumer, consumer_needs, sigma_consumers
+from codemods.analysis.sigma_consumers import CONSUMER_PATTERN, SigmaConsumer, consumers_verdict, sigma_consumers
 from codemods.analysis.sigma_flow import SigmaFlowAnalysis, SigmaUse
 from codemods.analysis.sigma_setter import (
     Move,
     anchor,
+    describe,
     discarded_moves,
     final_assignment,
     may_be_on_device,
     reads_sigmas,
     self_sigmas,
+    why_no_fix,
 )
 from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.lazy import libcst as cst
@@ -147,7 +149,7 @@ class SchedulerSigmasOnDevice(Rule):
         needs = [u for u in flow.device_needs if not u.per_call_move]
         copies = [u for u in flow.device_needs if u.per_call_move]
         message = _message(source, assignment, bare, flow.host_reads, copies)
-        blocker = _why_no_fix(setter, needs)
+        blocker = why_no_fix(setter, needs)
         if not flow.host_reads and copies:
             # Nothing to win per step; `add_noise` & co. would copy CPU sigmas on every call (see the Evidence).
             blocker = (
@@ -200,22 +202,11 @@ class SchedulerSigmasOnDevice(Rule):
     def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
         if finding.fix is None or not finding.requires:
             return finding
-        scheduler = finding.requires[0][1]
-        holders, needs = consumer_needs(scheduler, finding.path, index, self.code)
-        if needs:
-            path, use = needs[0]
-            finding.not_fixed_reason = (
-                f"{path}:{use.line} holds a {scheduler} and {use.why} (`{use.text}`), "
-                "a use this rule cannot show to work with CPU sigmas"
-            )
-            finding.fix = None
-        elif holders:
-            finding.message += (
-                f"; {holders} class(es) in the tree typed to hold a {scheduler} read `scheduler.sigmas`, "
-                "none in a way that needs them on the device"
-            )
+        blocker, checked = consumers_verdict(finding.requires[0][1], finding.path, index, self.code)
+        if blocker is not None:
+            finding.not_fixed_reason, finding.fix = blocker, None
         else:
-            finding.message += f"; no class in the tree typed to hold a {scheduler} reads `scheduler.sigmas`"
+            finding.message += checked
         return finding
 
     def edit_keep_sigmas_on_cpu(self, node: libcst.BaseStatement) -> libcst.FlattenSentinel:
@@ -309,7 +300,7 @@ def _message(
     if bare is not None:
         where = f"`{source.segment(bare.call)}` throws its result away (`Tensor.to` is not in place), so " + where
     if reads:
-        where += f" and the per-step code reads them on the host, a sync every step: {_describe(reads)}"
+        where += f" and the per-step code reads them on the host, a sync every step: {describe(reads)}"
     else:
         where += "; nothing per step reads them on the host"
     message = where + '; keep them on the CPU (`self.sigmas = self.sigmas.to("cpu")`)'
@@ -319,20 +310,3 @@ def _message(
             "generation in most pipelines and once per step in inpainting: fewer than the syncs removed"
         )
     return message
-
-
-def _why_no_fix(setter: ast.FunctionDef, needs: list[SigmaUse]) -> str | None:
-    if needs:
-        return (
-            f"line {needs[0].line} {needs[0].why} (`{needs[0].text}`), a use this rule cannot show to work with "
-            "CPU sigmas"
-        )
-    early = [n for n in ast.walk(setter) if isinstance(n, ast.Return) and n is not setter.body[-1]]
-    if early:
-        return f"`{_SETTER}` returns early (line {early[0].lineno}); the sigmas must move on every path, by hand"
-    return None
-
-
-def _describe(uses: list[SigmaUse]) -> str:
-    shown = "; ".join(f"`{u.text}` (line {u.line}) {u.why}" for u in uses[:2])
-    return shown + (f"; {len(uses) - 2} more" if len(uses) > 2 else "")
