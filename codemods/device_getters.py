@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from codemods.analysis.device_moves import changed_in_place
 from codemods.device_getter_decorator import cache_decorator, tuple_spelling
 from codemods.device_getter_sites import Site, consecutive_run, hoistable_statement, ternary_move
+from codemods.device_getter_stores import is_store, later_reads, store_edits, store_unit
 from codemods.findings import Edit, ImportRequest
 from codemods.project import TreeInfo
 from codemods.source import SourceFile, dotted_name
+from codemods.stale_text import StaleClaim, refresh_stale_text
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,14 @@ class GetterPlan:
     description: str
     edits: tuple[Edit, ...]
     imports: tuple[ImportRequest, ...]
+
+
+# "moved to the activations' device on each call": what the class's prose says the rewrite stops doing.
+_PER_CALL_MOVE = re.compile(
+    r"\b(?:moved|copied|transferred|sent)[ \t]+to[ \t]+(?:[\w'.-]+[ \t]+){0,4}?(?:device|gpu|accelerator)[ \t]+"
+    r"(?P<stale>(?:on[ \t]+)?(?:each|every)[ \t]+(?:call|forward(?:[ \t]+(?:call|pass))?|step)|per[ \t]+call)",
+    re.IGNORECASE,
+)
 
 
 class _Declined(Exception):
@@ -69,8 +79,14 @@ class _Planner:
         imports = self._add_getter()
         # The getter's own `.to(device)` calls stay (an existing getter is reused, not rewritten into recursion).
         self.sites = [s for s in self.sites if s.method.name != self.getter]
-        for method in dict.fromkeys(s.method for s in self.sites):
+        rewritten = list(dict.fromkeys(s.method for s in self.sites))
+        for method in rewritten:
             self._rewrite_method(method, [s for s in self.sites if s.method is method])
+        claim = StaleClaim(_PER_CALL_MOVE, f"once, then cached per device by `{self.getter}`")
+        stale = refresh_stale_text(self.source, [self.cls, *rewritten], [claim], self.tree.line_length)
+        if isinstance(stale, str):
+            raise _Declined(stale)
+        self.edits.extend(stale)
         listing = ", ".join(f"`{a}`" for a in self.attributes)
         return GetterPlan(
             f"cache {listing} per device in `{self.getter}` and use it at {len(self.sites)} site(s)",
@@ -109,7 +125,10 @@ class _Planner:
         return imports
 
     def _rewrite_method(self, method: ast.FunctionDef, sites: list[Site]) -> None:
-        mutated = changed_in_place(method, [s.call for s in sites])
+        stores = [s for s in sites if is_store(s)]
+        sites = [s for s in sites if not is_store(s)]
+        reads = self._rewrite_stores(method, stores, sites) if stores else []
+        mutated = changed_in_place(method, [*(s.call for s in sites), *reads])
         if mutated is not None:
             raise _Declined(
                 f"line {mutated.lineno} changes in place a tensor that may share storage with the moved copy; "
@@ -134,6 +153,47 @@ class _Planner:
             by_statement.setdefault(id(statement), []).append(site)
         for group in by_statement.values():
             self._hoist(group)
+
+    def _rewrite_stores(self, method: ast.FunctionDef, stores: list[Site], moves: list[Site]) -> list[ast.expr]:
+        """Drop the stores; later reads in the method take the getter's locals. Returns those reads."""
+        unit = store_unit(self.source, method, stores)
+        if isinstance(unit, str):
+            raise _Declined(unit)
+        stored = {s.attribute for s in stores}
+        reads = later_reads(unit, method, stored)
+        if isinstance(reads, str):
+            raise _Declined(reads)
+        moved_again = [m for m in moves if m.attribute in stored and m.call.lineno > unit.statement.lineno]
+        if moved_again:
+            raise _Declined(f"line {moved_again[0].call.lineno} moves a stored table again after the store")
+        self._check_no_other_reads(method, stored)
+        taken = {n.id for n in ast.walk(method) if isinstance(n, ast.Name)} | {
+            a.arg for a in ast.walk(method.args) if isinstance(a, ast.arg)
+        }
+        used = {read.attr for read in reads}
+        if any(_local(a) in taken for a in used):
+            raise _Declined(f"`{method.name}` already uses the name the getter's result would take")
+        targets = ", ".join(_local(a) if a in used else "_" for a in self.attributes)
+        unpack = f"{targets} = self.{self.getter}({unit.device})"
+        comment = f"# Use cached device-transferred {self.noun} instead of storing them back on the module"
+        self._check_width([unpack, comment], _indent_of(self.source, unit.statement), "the getter call")
+        locals_ = {a: _local(a) for a in used}
+        self.edits.extend(store_edits(self.source, unit, reads, unpack, comment, locals_))
+        return list(reads)
+
+    def _check_no_other_reads(self, method: ast.FunctionDef, stored: set[str]) -> None:
+        """Other methods may only move a stored table with `.to(device)` (a site the getter replaces)."""
+        receivers = {id(s.call.func.value) for s in self.sites}  # type: ignore[attr-defined]
+        names = {f"self.{a}" for a in stored}
+        for other in self.methods.values():
+            if other is method or other.name in ("__init__", self.getter):
+                continue
+            for node in ast.walk(other):
+                if isinstance(node, ast.Attribute) and dotted_name(node) in names and id(node) not in receivers:
+                    raise _Declined(
+                        f"line {node.lineno} (`{other.name}`) reads `{dotted_name(node)}` as the store left it, "
+                        "on the device; it would read the host copy"
+                    )
 
     def _rewrite_pairs(self, sites: list[Site]) -> set[int]:
         """`a = self.A.to(d) if d is not None else self.A` for every attribute, one statement after the other."""

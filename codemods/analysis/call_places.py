@@ -69,7 +69,7 @@ def call_place(places: FunctionPlaces, call: ast.Call) -> Place:
     if name.endswith("randn_tensor"):
         device = call_argument(call, "device", None)
         return places.device_place(device) if device is not None else Place.HOST
-    if places.place(func) is Place.MODULE:
+    if places.place(func) is Place.MODULE or _submodule_call(places, func):
         return Place.DEVICE  # a model's (or a component's) output
     if isinstance(func, ast.Attribute):
         receiver = places.place(func.value)
@@ -84,14 +84,29 @@ def call_place(places: FunctionPlaces, call: ast.Call) -> Place:
     return Place.UNKNOWN
 
 
-def _torch_call_place(places: FunctionPlaces, call: ast.Call, name: str) -> Place:
+def torch_returns_tensor(name: str) -> bool:
+    """Whether `torch.<f>(...)` (or `F.<f>`) returns a tensor, wherever it lands."""
     short = name.rsplit(".", 1)[-1]
-    if (
+    return not (
         short in _TORCH_NON_TENSORS
         or name.startswith(_TORCH_NON_TENSOR_MODULES)
         or short[:1].isupper()
         and short not in _FACTORIES
-    ):
+    )
+
+
+def _submodule_call(places: FunctionPlaces, func: ast.expr) -> bool:
+    """`self.block(x)` in a module, `block` not a method nor a tensor: a submodule the analysis could not see
+    registered (assigned from a local: `block = zero_module(nn.Conv2d(...)); self.block = block`)."""
+    cls = places.cls
+    if cls is None or not cls.is_module or not isinstance(func, ast.Attribute) or dotted_name(func.value) != "self":
+        return False
+    return func.attr not in cls.methods and cls.attribute_place(func.attr) in (Place.UNKNOWN, Place.MODULE)
+
+
+def _torch_call_place(places: FunctionPlaces, call: ast.Call, name: str) -> Place:
+    short = name.rsplit(".", 1)[-1]
+    if not torch_returns_tensor(name):
         return Place.PYTHON
     device = call_argument(call, "device", None)
     if device is not None and not (isinstance(device, ast.Constant) and device.value is None):

@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 from codemods.analysis.host_reads import host_reads
 from codemods.analysis.placement import FunctionPlaces
 from codemods.analysis.sigma_taint import Function, SigmaTaint, Taint
-from codemods.analysis.sigma_uses import HOST_READ_WHY, device_need, propagates, short, shown, stores_scalar
+from codemods.analysis.sigma_uses import (
+    HOST_LIBRARIES,
+    HOST_READ_WHY,
+    MOVES_TO_DEVICE,
+    device_need,
+    propagates,
+    short,
+    shown,
+    stores_scalar,
+)
 from codemods.source import dotted_name
 
 
@@ -31,6 +40,8 @@ class SigmaUse:
     line: int
     text: str
     why: str
+    # A move to the device outside per-step code (`add_noise`): with CPU sigmas, a copy per call of it.
+    per_call_move: bool = False
 
 
 @dataclass
@@ -112,6 +123,8 @@ class SigmaFlowAnalysis:
             for read in host_reads(node):
                 if flow.taint(read.operand) and hot:
                     self._add(self.flow.host_reads, read.node, HOST_READ_WHY.get(read.kind, "reads it on the host"))
+            if hot and _hands_to_host_library(node, flow):
+                self._add(self.flow.host_reads, node, "hands it to a host library, which reads it as a float")
             if (
                 isinstance(node, ast.expr)
                 and not isinstance(getattr(node, "ctx", None), ast.Store | ast.Del)
@@ -124,13 +137,21 @@ class SigmaFlowAnalysis:
                 if parent is not None and not propagates(parent, node, flow):
                     why = device_need(parent, node, flow, parents)
                     if why:
-                        self._add(self.flow.device_needs, shown(parent, parents), why)
+                        moves = why == MOVES_TO_DEVICE and not hot
+                        self._add(self.flow.device_needs, shown(parent, parents), why, moves)
 
-    def _add(self, uses: list[SigmaUse], node: ast.AST, why: str) -> None:
+    def _add(self, uses: list[SigmaUse], node: ast.AST, why: str, per_call_move: bool = False) -> None:
         key = (node.lineno, node.col_offset, why)  # type: ignore[attr-defined]
         if key not in self._seen_uses:
             self._seen_uses.add(key)
-            uses.append(SigmaUse(node.lineno, short(ast.unparse(node)), why))  # type: ignore[attr-defined]
+            uses.append(SigmaUse(node.lineno, short(ast.unparse(node)), why, per_call_move))  # type: ignore[attr-defined]
+
+
+def _hands_to_host_library(node: ast.AST, flow: SigmaTaint) -> bool:
+    """`integrate.quad(f, self.sigmas[t], ...)`, `math.log(sigma)`: NumPy, SciPy and `math` read their arguments."""
+    if not isinstance(node, ast.Call) or not (dotted_name(node.func) or "").startswith(HOST_LIBRARIES):
+        return False
+    return any(flow.taint(a) for a in (*node.args, *(k.value for k in node.keywords)) if not isinstance(a, ast.Starred))
 
 
 def _reads_attributes(function: Function, names: set[str]) -> bool:

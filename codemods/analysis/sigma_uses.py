@@ -19,6 +19,10 @@ _RESHAPING = {
 _HARMLESS = {"len", "isinstance", "print", "repr", "str", "getattr", "hasattr", "type", "id"}
 _HOST_BUILTINS = {"float", "int", "bool", "min", "max", "round", "abs"}
 
+# Modules whose functions take numbers: a sigma handed to them is read on the host (a CPU one for free).
+HOST_LIBRARIES = ("math.", "np.", "numpy.", "scipy.", "integrate.")
+MOVES_TO_DEVICE = "moves it to the device on every call (with CPU sigmas, a copy each time)"
+
 HOST_READ_WHY = {
     "compare": "compares it in Python", "truth": "tests its truth in Python", "minmax": "takes a builtin min/max",
     "tensor": "builds a tensor from it with `torch.tensor`", "item": "reads `.item()`", "int": "converts it with `int()`",
@@ -67,7 +71,7 @@ def device_need(parent: ast.AST, node: ast.expr, flow: SigmaTaint, parents: dict
         if not is_call:
             return None if parent.attr in ("shape", "dtype", "device", "ndim", "T") else f"reads `.{parent.attr}` of it"
         if parent.attr in ("to", "cuda") and (parent.attr == "cuda" or moves_to_device(call)):
-            return "moves it to the device on every call (with CPU sigmas, a copy each time)"
+            return MOVES_TO_DEVICE
         if parent.attr in _RESHAPING:
             return f"gives a sigma dimensions (`.{parent.attr}()`): as a CPU tensor it could not meet device tensors"
         if (
@@ -90,7 +94,7 @@ def device_need(parent: ast.AST, node: ast.expr, flow: SigmaTaint, parents: dict
         if is_append(parent):
             return None  # the list carries the sigmas on; its uses are checked
         name = dotted_name(parent.func) or ""
-        if name in _HARMLESS or name in _HOST_BUILTINS or name.startswith(("math.", "np.", "numpy.", "logger.")):
+        if name in _HARMLESS or name in _HOST_BUILTINS or name.startswith((*HOST_LIBRARIES, "logger.")):
             return None
         if name.startswith("torch.") and name.rsplit(".", 1)[-1] in ELEMENTWISE:
             return None if taint == "scalar" else "computes with the vector next to device tensors"

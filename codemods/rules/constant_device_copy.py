@@ -3,39 +3,40 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from codemods.analysis.attributes import class_attributes, module_lineage
 from codemods.analysis.device_moves import DeviceMove, device_move
 from codemods.analysis.hot_paths import hot_paths
+from codemods.device_getter_edits import DeviceGetterEdits
 from codemods.device_getter_sites import Site
+from codemods.device_getter_stores import is_store
 from codemods.device_getters import GetterPlan, plan_getter
 from codemods.findings import Finding, FixSafety
-from codemods.lazy import libcst as cst
 from codemods.project import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import Ancestors, SourceFile, dotted_name
 
-if TYPE_CHECKING:
-    import libcst
-
 _TENSOR_FACTORIES = {"torch.tensor", "torch.Tensor", "torch.as_tensor"}
 
 
-class ConstantDeviceCopy(Rule):
+class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     """
     ## What it does
     Finds `self.X.to(device)` (or `.to(device=...)`, `.to(x.device)`) in code that runs on every
     call (a module's `forward` and the methods it calls), where `self.X` is a plain tensor attribute
     set once in `__init__`: not a registered buffer, parameter or submodule, and never reassigned or
     changed in place afterwards. Such attributes are typically complex RoPE tables kept out of
-    `register_buffer` because `model.to(dtype)` would drop their imaginary part. Also reports
-    `torch.tensor(<constant or config list>).to(device)` built in hot code.
+    `register_buffer` because `model.to(dtype)` would drop their imaginary part. Also finds such a
+    table moved and stored back on the module (`self.freqs = self.freqs.to(device)`, alone or under
+    `if self.pos_freqs.device != device:`), and reports `torch.tensor(<constant or config
+    list>).to(device)` built in hot code.
 
     ## Why is this bad?
     Nothing ever moves a plain attribute, so it stays on the CPU and every call copies it
     host-to-device again, and the copy synchronizes. In QwenImage this cost 76 ms per forward on an
-    A100.
+    A100. Storing the moved table back avoids the copy but makes module state follow the last call:
+    `torch.compile` guards on the stored tensor and recompiles when it is replaced, and offloading
+    hooks, which move registered state only, leave the table on the accelerator.
 
     ## Example
     ```python
@@ -69,12 +70,21 @@ class ConstantDeviceCopy(Rule):
     none by a computed name), the move changes nothing but the device, and no local holding a view of
     the result is changed in place. Registered state is never reported: moving buffers and parameters
     in `forward` is required under group offloading and `device_map`. Moves that also change the
-    dtype, and `torch.tensor(...)` constants, are reported without a fix.
+    dtype, and `torch.tensor(...)` constants, are reported without a fix. A store is dropped only
+    where nothing relied on it: it is one top-level statement (or one `if` holding only stores), every
+    later read of the table is in the same method, after it, with the device expression unchanged,
+    and other methods only move the table with `.to(device)`; otherwise the finding names the read
+    (QwenImage before 0.37: `_compute_video_freqs` reads `self.pos_freqs` as the store left it).
+    Docstrings and comments of the class and the rewritten methods that say the table "is moved to
+    the device on each call" are updated with the code; one the rule cannot rewrite on its line
+    refuses the fix.
 
     ## Evidence
     diffusers PR #13406 ("Cache RoPE freqs on device to avoid repeated CPU-GPU copy in QwenImage")
     added `_get_device_freqs` to `QwenEmbedRope` and `QwenEmbedLayer3DRope`; the profile showed a
     synchronizing host-to-device copy of `pos_freqs` on every forward, 76 ms each on an A100.
+    diffusers #10959 and #12061 removed stores of moved tables from `forward` (Wan's
+    `self.freqs = self.freqs.to(...)` until 0.33, QwenImage's guarded stores until 0.36).
     """
 
     code = "DIF001"
@@ -118,7 +128,8 @@ class ConstantDeviceCopy(Rule):
             return
         functions = source.memo("module_functions", lambda: _module_functions(source.tree))
         attributes = [
-            source.memo(f"class_attributes:{id(c)}", lambda c=c: class_attributes(c, functions, source)) for c in lineage
+            source.memo(f"class_attributes:{id(c)}", lambda c=c: class_attributes(c, functions, source))
+            for c in lineage
         ]
         own = attributes[0]
         if any(a.dynamic_registration for a in attributes):
@@ -127,17 +138,19 @@ class ConstantDeviceCopy(Rule):
         sites = [
             s
             for s in sites
-            if s.attribute in own.init_tensors
-            and s.attribute not in registered
-            and s.attribute not in own.lazily_moved
-            and s.method.name != "__init__"
+            if s.attribute in own.init_tensors and s.attribute not in registered and s.method.name != "__init__"
         ]
+        stored_only = _stored_only(cls, own.lazily_moved)
+        # Moved and stored back, with a dtype or through a ternary: the attribute is not a constant table.
+        sites = [s for s in sites if s.attribute not in own.lazily_moved or s.attribute in stored_only]
         if not any(s.hot for s in sites):
             return
-        movable = [s for s in sites if s.move.device_only and s.attribute not in own.changed_after_init]
+        unchanged = own.changed_after_init - stored_only
+        movable = [s for s in sites if s.move.device_only and s.attribute not in unchanged]
         plan = plan_getter(source, tree, cls, movable, own.init_tensors) if any(s.hot for s in movable) else None
         for site in (s for s in sites if s.hot):
-            yield self._finding(source, site, own.first_change.get(site.attribute), plan)
+            changed_at = None if site.attribute in stored_only else own.first_change.get(site.attribute)
+            yield self._finding(source, site, changed_at, plan)
 
     def _finding(
         self, source: SourceFile, site: Site, changed_at: int | None, plan: GetterPlan | str | None
@@ -147,6 +160,13 @@ class ConstantDeviceCopy(Rule):
             f"`{_short(source, site.call)}` in `{site.method.name}` copies `self.{site.attribute}`, {kind}, "
             "to the device on every call; cache it per device"
         )
+        if is_store(site):
+            message = (
+                f"`self.{site.attribute} = {_short(source, site.call)}` in `{site.method.name}` moves "
+                f"`self.{site.attribute}`, {kind}, and stores it back on the module: torch.compile guards on the "
+                "stored tensor and recompiles when it changes, and offloading hooks never move it back; cache it "
+                "per device instead"
+            )
         reason = _why_not(site.attribute, site.move, changed_at)
         if reason is None and not isinstance(plan, GetterPlan):
             reason = plan
@@ -155,45 +175,6 @@ class ConstantDeviceCopy(Rule):
             fix = self.fix(plan.description, *plan.edits, imports=plan.imports)
         return self.finding(source, site.call, message, fix, not_fixed_reason=reason)
 
-    def edit_add_device_getter(self, node: libcst.ClassDef, text: str, before: str) -> libcst.ClassDef:
-        body = list(node.body.body)
-        position = next(i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == before)
-        following = body[position]
-        if not following.leading_lines or following.leading_lines[0].comment is not None:
-            body[position] = following.with_changes(
-                leading_lines=[cst.EmptyLine(indent=False), *following.leading_lines]
-            )
-        getter = cst.parse_statement(text).with_changes(leading_lines=[cst.EmptyLine(indent=False)] if position else [])
-        body.insert(position, getter)
-        return node.with_changes(body=node.body.with_changes(body=body))
-
-    def edit_call_getter(self, node: libcst.Call, getter: str, index: int | None) -> libcst.BaseExpression:
-        device = next(a.value for a in node.args if a.keyword is None or a.keyword.value == "device")
-        call = cst.Call(func=cst.Attribute(value=cst.Name("self"), attr=cst.Name(getter)), args=[cst.Arg(value=device)])
-        if index is None:
-            return call.with_changes(lpar=node.lpar, rpar=node.rpar)
-        element = cst.SubscriptElement(slice=cst.Index(value=cst.Integer(str(index))))
-        return cst.Subscript(value=call, slice=[element], lpar=node.lpar, rpar=node.rpar)
-
-    def edit_use_local(self, node: libcst.Call, name: str) -> libcst.Name:
-        return cst.Name(name, lpar=node.lpar, rpar=node.rpar)
-
-    def edit_hoist_getter(
-        self, node: libcst.SimpleStatementLine, text: str, comment: str, replace_comment: bool
-    ) -> libcst.FlattenSentinel:
-        leading = list(node.leading_lines)
-        if replace_comment and leading and leading[-1].comment is not None:
-            leading.pop()
-        leading.append(cst.EmptyLine(comment=cst.Comment(comment)))
-        unpack = cst.parse_statement(text).with_changes(leading_lines=leading)
-        return cst.FlattenSentinel([unpack, node.with_changes(leading_lines=[])])
-
-    def edit_replace_statement(self, node: libcst.SimpleStatementLine, text: str) -> libcst.SimpleStatementLine:
-        return cst.parse_statement(text).with_changes(leading_lines=node.leading_lines)
-
-    def edit_remove_statement(self, node: libcst.SimpleStatementLine) -> libcst.RemovalSentinel:
-        return cst.RemovalSentinel.REMOVE
-
     valid = (
         # A registered buffer: `model.to()` and offloading hooks move it; moving it in forward is required.
         (
@@ -201,11 +182,11 @@ class ConstantDeviceCopy(Rule):
             '    def __init__(self):\n        super().__init__()\n        self.register_buffer("scale", torch.ones(4))\n\n'
             "    def forward(self, x):\n        return x * self.scale.to(x.device)\n"
         ),
-        # Moved once and kept: after the first call the tensor is already on the device.
+        # Moved and stored back with its dtype changed: not a constant table any more.
         (
             "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
             "    def __init__(self):\n        super().__init__()\n        self.table = torch.ones(4)\n\n"
-            "    def forward(self, x):\n        self.table = self.table.to(x.device)\n        return x * self.table\n"
+            "    def forward(self, x):\n        self.table = self.table.to(x.device, x.dtype)\n        return x * self.table\n"
         ),
         # A dtype cast, not a device move.
         (
@@ -215,6 +196,22 @@ class ConstantDeviceCopy(Rule):
         ),
     )
     invalid = (
+        # Moved and stored back: the store goes, the getter's result takes its place.
+        Example(
+            "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.table = torch.ones(4)\n\n"
+            "    def forward(self, x):\n        self.table = self.table.to(x.device)\n        return x * self.table\n",
+            "import functools\n\nimport torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.table = torch.ones(4)\n\n"
+            "    @functools.lru_cache(maxsize=None)\n"
+            "    def _get_device_table(self, device: torch.device) -> torch.Tensor:\n"
+            '        """Return table on the given device."""\n'
+            "        return self.table.to(device)\n\n"
+            "    def forward(self, x):\n"
+            "        # Use cached device-transferred table instead of storing them back on the module\n"
+            "        table_device = self._get_device_table(x.device)\n"
+            "        return x * table_device\n",
+        ),
         Example(
             "import torch\nfrom torch import nn\n\n\nclass Rope(nn.Module):\n"
             "    def __init__(self):\n        super().__init__()\n        self.freqs = torch.polar(torch.ones(8, 4), torch.zeros(8, 4))\n\n"
@@ -232,6 +229,23 @@ class ConstantDeviceCopy(Rule):
             "    def forward(self, x):\n        return x - torch.tensor([0.5, 0.25]).to(x.device)\n",
         ),
     )
+
+
+def _stored_only(cls: ast.ClassDef, lazily_moved: frozenset[str]) -> frozenset[str]:
+    """Attributes changed after `__init__` only by `self.A = self.A.to(<device>)`: still constant tables."""
+    found = set()
+    for attribute in lazily_moved:
+        values = [
+            node.value
+            for method in cls.body
+            if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method.name != "__init__"
+            for node in ast.walk(method)
+            if isinstance(node, ast.Assign) and any(_self_attribute(t) == attribute for t in node.targets)
+        ]
+        moves = [device_move(v) if isinstance(v, ast.Call) else None for v in values]
+        if values and all(m is not None and m.device_only for m in moves):
+            found.add(attribute)
+    return frozenset(found)
 
 
 def _why_not(attribute: str, move: DeviceMove, changed_at: int | None) -> str | None:

@@ -7,12 +7,13 @@ from collections.abc import Iterator
 from codemods.analysis.class_places import places_at
 from codemods.analysis.host_reads import HostRead, host_reads
 from codemods.analysis.hot_paths import hot_paths
+from codemods.analysis.placement import FunctionPlaces
 from codemods.analysis.scheduler_lookups import every_call_lookup
 from codemods.analysis.stepped_schedulers import scheduler_loops
 from codemods.findings import Finding, FixSafety
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import SourceFile
+from codemods.source import SourceFile, dotted_name
 
 # What each kind of read costs, and the known way around it.
 _WHAT = {
@@ -122,7 +123,14 @@ class HostSyncInHotPath(Rule):
                 if key in seen:
                     continue
                 seen.add(key)
-                yield self.finding(source, read.node, _message(source, read, scope))
+                message = _message(source, read, scope)
+                known = _host_built(read, places) if read.kind in _VALUE_READS else None
+                if known is not None:
+                    message += (
+                        f"; the host built these values itself (line {known.lineno}: "
+                        f"`{_short(source.segment(known))}`): use the Python values instead"
+                    )
+                yield self.finding(source, read.node, message)
         if "scheduler.step(" in source.text:
             yield from self._scheduler_lookups(source)
 
@@ -195,6 +203,28 @@ class HostSyncInHotPath(Rule):
             "        return x.max().item()\n"
         ),
     )
+
+
+# Reads that bring a value back: where the host made the tensor from its own numbers, it already had them.
+_VALUE_READS = {"item", "tolist", "int", "float"}
+_FROM_HOST_VALUES = {"torch.tensor", "torch.as_tensor", "torch.full", "torch.LongTensor", "torch.IntTensor"}
+
+
+def _host_built(read: HostRead, places: FunctionPlaces) -> ast.Call | None:
+    """`lens = torch.tensor([t.shape[0] for t in xs], device=d)` ... `lens.max().item()`: the call that built it."""
+    root = read.operand
+    while isinstance(root, ast.Call | ast.Attribute | ast.Subscript):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    if not isinstance(root, ast.Name):
+        return None
+    bindings = places.bindings.reaching(root.id, root)
+    values = [b.value for b in bindings if b.kind == "value"]
+    if not values or len(values) != len(bindings):
+        return None
+    built = [v for v in values if isinstance(v, ast.Call) and dotted_name(v.func) in _FROM_HOST_VALUES]
+    if len(built) != len(values) or any(places.place(v.args[0]).is_tensor for v in built if v.args):
+        return None  # some path may hold device data
+    return built[0]
 
 
 def _message(source: SourceFile, read: HostRead, scope: ast.AST) -> str:

@@ -6,8 +6,20 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from codemods.analysis.class_places import places_at
+from codemods.analysis.host_factories import (
+    EXACT_FACTORIES,
+    FROM_DATA,
+    RANGE_FACTORIES,
+    ROUNDING_FACTORIES,
+    device_at,
+    device_meeting,
+    exact,
+    factory_name,
+    host_factory,
+    keyword,
+)
 from codemods.analysis.host_reads import host_reads
-from codemods.analysis.hot_paths import hot_paths, is_scheduler
+from codemods.analysis.hot_paths import hot_paths
 from codemods.analysis.place import Place
 from codemods.analysis.placement import FunctionPlaces
 from codemods.findings import Edit, Finding, Fix, FixSafety
@@ -15,18 +27,10 @@ from codemods.layout import add_keyword_argument, argument_layout
 from codemods.lazy import libcst as cst
 from codemods.project import TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import Ancestors, SourceFile, dotted_name, enclosing
+from codemods.source import Ancestors, SourceFile, dotted_name
 
 if TYPE_CHECKING:
     import libcst
-
-_FROM_DATA = {"tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor", "IntTensor", "BoolTensor"}
-# Factories whose values do not depend on the device they are computed on.
-_EXACT_FACTORIES = {"ones", "zeros", "full", "eye", "empty"}
-# Same values only if the arguments are integers (an integer range is exact in any dtype here).
-_RANGE_FACTORIES = {"arange"}
-# Computed by a different kernel on the accelerator: the last bits may differ.
-_ROUNDING_FACTORIES = {"linspace", "logspace"}
 
 
 class HostValueRebuilt(Rule):
@@ -37,9 +41,10 @@ class HostValueRebuilt(Rule):
     `torch.tensor(...).to(device)`, factories (`torch.arange`, `torch.linspace`, `torch.ones`, ...)
     created on the CPU and then moved with `.to(x.device)`, and values computed on the host from
     such a factory and then moved (`torch.exp(exponent).to(t.device)`, `exponent` an `arange`).
-    `torch.tensor(...)` in a scheduler's `step()` is DIF002's; `if not torch.is_tensor(t):`
-    fallbacks are cold and left alone; random draws (`randn_tensor(...).to(device)`) are never
-    flagged: drawing on the device would give other numbers.
+    A scheduler's `step()` and what it calls are hot too (UniPC's `torch.tensor(rks, device=device)`
+    ). `if not torch.is_tensor(t):` fallbacks are cold and left alone; random
+    draws (`randn_tensor(...).to(device)`) are never flagged: drawing on the device would give
+    other numbers.
 
     ## Why is this bad?
     Each one is a host-to-device copy per step or per call: the host builds the values, then
@@ -93,14 +98,11 @@ class HostValueRebuilt(Rule):
             if not isinstance(node, ast.Call) or not (dotted_name(node.func) or "").startswith("torch."):
                 continue
             factory = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
-            if factory not in _FROM_DATA | _EXACT_FACTORIES | _RANGE_FACTORIES | _ROUNDING_FACTORIES:
+            if factory not in FROM_DATA | EXACT_FACTORIES | RANGE_FACTORIES | ROUNDING_FACTORIES:
                 continue
             scope = hot.hot_scope(ancestors, node)
             if scope is None:
                 continue
-            cls = enclosing(ancestors, ast.ClassDef)
-            if factory in _FROM_DATA and cls is not None and is_scheduler(cls):
-                continue  # DIF002 reports what a scheduler step rebuilds from Python values
             places = places_at(source, ancestors)
             if places is None:
                 continue
@@ -113,12 +115,12 @@ class HostValueRebuilt(Rule):
         host from a factory, copied every call (the factory-then-`.to` form itself is handled apart)."""
         receiver = move.func.value  # type: ignore[attr-defined]
         scope = hot.hot_scope(ancestors, move)
-        if scope is None or _factory_name(receiver) is not None:
+        if scope is None or factory_name(receiver) is not None:
             return None
         places = places_at(source, ancestors)
         if places is None or places.place(move) is not Place.DEVICE or places.place(receiver) is not Place.HOST:
             return None
-        factory = _host_factory(receiver, places, 0)
+        factory = host_factory(receiver, places, 0)
         if factory is None:
             return None
         when = "every denoising step" if isinstance(scope, ast.For | ast.AsyncFor) else f"every call of `{scope.name}`"
@@ -132,9 +134,9 @@ class HostValueRebuilt(Rule):
         when = "every denoising step" if isinstance(scope, ast.For | ast.AsyncFor) else f"every call of `{scope.name}`"
         text = _short(source.segment(call))
         moved = _moved_by(call, ancestors, places)
-        device = _keyword(call, "device")
+        device = keyword(call, "device")
         on_device = device is not None and places.device_place(device) is Place.DEVICE
-        if factory in _FROM_DATA:
+        if factory in FROM_DATA:
             read = _device_values(call, places)
             if read is not None:
                 return self.finding(
@@ -152,8 +154,10 @@ class HostValueRebuilt(Rule):
                 f"`{text}` builds a tensor from Python values and copies it to the device {when}; build it once "
                 "(before the loop, or cached per device) or compute it on the device",
             )  # fmt: skip
-        if moved is None or device is not None:
+        if device is not None:
             return None
+        if moved is None:
+            return self._met_on_device(source, tree, call, ancestors, factory, places, when)
         target = _move_target(moved)
         message = (
             f"`{text}` is created on the host and copied to the device {when}; "
@@ -162,19 +166,49 @@ class HostValueRebuilt(Rule):
         blocker = _why_no_fix(moved, target, factory)
         if blocker is not None:
             return self.finding(source, moved, message, not_fixed_reason=blocker)
+        device = source.segment(target)
+        return self._created_on_device(source, tree, call, ancestors, moved, message, device, factory)
+
+    def _met_on_device(self, source, tree, call, ancestors, factory, places: FunctionPlaces, when) -> Finding | None:
+        """`scales = torch.logspace(-1, 0, n)` then `mid_block_res_sample *= scales[-1]`: created on the host,
+        combined with device tensors (ControlNet's guess mode before diffusers #3313)."""
+        function = places.function
+        if factory not in RANGE_FACTORIES | ROUNDING_FACTORIES or isinstance(function, ast.Lambda):
+            return None
+        meeting = device_meeting(call, function, places)
+        if meeting is None:
+            return None
+        text = _short(source.segment(call))
+        target = device_at(call, meeting, function, places)
+        message = (
+            f"`{text}` is created on the host {when} and then combined with device tensors "
+            f"(`{_short(source.segment(meeting))}`, line {meeting.lineno}): each use crosses from the host, and "
+            f"`torch.compile` keeps it out of the graph as a CPU input; create it there: `device={target or '...'}`"
+        )
+        if target is None:
+            reason = f"no tensor parameter of `{function.name}` names the device at line {call.lineno}; add it by hand"
+            return self.finding(source, call, message, not_fixed_reason=reason)
+        return self._created_on_device(source, tree, call, ancestors, call, message, target, factory)
+
+    def _created_on_device(
+        self, source, tree, call: ast.Call, ancestors, anchor: ast.Call, message: str, device: str, factory: str
+    ) -> Finding:
+        """The finding on `anchor` (the factory, or the `.to()` that moves it), fixed by `device=` on the factory."""
         statement = next(n for n in reversed(ancestors) if isinstance(n, ast.stmt))
-        rest = source.lines[(moved.end_lineno or moved.lineno) - 1][source.span(moved).end_column :]
-        added = f"device={source.segment(target)}"
+        rest = source.lines[(anchor.end_lineno or anchor.lineno) - 1][source.span(anchor).end_column :]
+        added = f"device={device}"
         layout = argument_layout(source, call, added, tree.line_length, statement, "", rest)
         if layout is None:
-            return self.finding(source, moved, message, not_fixed_reason="the line must be re-wrapped; fix by hand")
-        safety = FixSafety.SAFE if _exact(call, factory) else FixSafety.UNSAFE
-        fix = Fix(
-            safety,
-            f"create the tensor with `{added}` instead of moving it",
-            (Edit(source.ref(moved, "Call"), "create_on_device", (*layout, ("device", source.segment(target)))),),
-        )
-        return self.finding(source, moved, message, fix)
+            return self.finding(source, anchor, message, not_fixed_reason="the line must be re-wrapped; fix by hand")
+        safety = FixSafety.SAFE if exact(call, factory) else FixSafety.UNSAFE
+        moved = anchor is not call
+        op = "create_on_device" if moved else "add_device"
+        edit = Edit(source.ref(anchor, "Call"), op, (*layout, ("device", device)))
+        description = f"create the tensor with `{added}`" + (" instead of moving it" if moved else "")
+        return self.finding(source, anchor, message, Fix(safety, description, (edit,)))
+
+    def edit_add_device(self, node: libcst.Call, wrap: str, indent: str, device: str) -> libcst.Call:
+        return add_keyword_argument(node, "device", cst.parse_expression(device), wrap=wrap, indent=indent)
 
     def edit_create_on_device(self, node: libcst.Call, wrap: str, indent: str, device: str) -> libcst.Call:
         factory = node.func.value  # `torch.arange(...)` of `torch.arange(...).to(x.device)`
@@ -235,42 +269,6 @@ def _is_move(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
 
 
-def _factory_name(node: ast.expr) -> str | None:
-    """`arange` for `torch.arange(...)` (a factory that builds host data when given no device)."""
-    if isinstance(node, ast.Call) and (dotted_name(node.func) or "").startswith("torch."):
-        name = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
-        if name in _FROM_DATA | _EXACT_FACTORIES | _RANGE_FACTORIES | _ROUNDING_FACTORIES | {"from_numpy"}:
-            return name
-    return None
-
-
-def _host_factory(node: ast.expr, places: FunctionPlaces, depth: int) -> ast.Call | None:
-    """The torch factory (without `device=`) a host value is computed from, within this function."""
-    if depth > 6:
-        return None
-    if isinstance(node, ast.Attribute) and dotted_name(node.value) == "self":
-        return None  # an attribute: DIF001's business
-    if _factory_name(node) is not None and _keyword(node, "device") is None:  # type: ignore[arg-type]
-        return node  # type: ignore[return-value]
-    if isinstance(node, ast.Name):
-        for binding in places.bindings.reaching(node.id, node):
-            if binding.kind == "value" and binding.value is not None:
-                found = _host_factory(binding.value, places, depth + 1)
-                if found is not None:
-                    return found
-        return None
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.expr):
-            found = _host_factory(child, places, depth + 1)
-            if found is not None:
-                return found
-    return None
-
-
-def _keyword(call: ast.Call, name: str) -> ast.expr | None:
-    return next((k.value for k in call.keywords if k.arg == name), None)
-
-
 def _moved_by(call: ast.Call, ancestors: Ancestors, places: FunctionPlaces) -> ast.Call | None:
     """`call.to(<device>)`, when `call` is the receiver of a `.to` that lands on the device."""
     parent = ancestors[-1] if ancestors else None
@@ -288,7 +286,7 @@ def _moved_by(call: ast.Call, ancestors: Ancestors, places: FunctionPlaces) -> a
 
 
 def _move_target(moved: ast.Call) -> ast.expr | None:
-    device = _keyword(moved, "device")
+    device = keyword(moved, "device")
     if device is not None:
         return device
     return moved.args[0] if moved.args else None
@@ -306,21 +304,6 @@ def _why_no_fix(moved: ast.Call, target: ast.expr | None, factory: str) -> str |
     ):
         return "the `.to()` argument may be a dtype or a tensor as well as a device"
     return None
-
-
-def _exact(call: ast.Call, factory: str) -> bool:
-    if factory in _EXACT_FACTORIES:
-        return True
-    if factory in _RANGE_FACTORIES:
-        values = [*call.args, *(k.value for k in call.keywords if k.arg in ("start", "end", "step"))]
-        return all(_int_literal(v) for v in values)
-    return False
-
-
-def _int_literal(node: ast.expr) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _device_values(call: ast.Call, places: FunctionPlaces) -> ast.expr | None:

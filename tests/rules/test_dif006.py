@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from release_files import release_copy
 
 from codemods.engine import Mode, RunOptions, run
 from codemods.findings import FixSafety
@@ -60,3 +61,56 @@ def test_python_values_copied_every_call_are_reported(tmp_path: Path) -> None:
     finding, _ = _check(tmp_path, "torch.tensor([0.5, 2.0], device=x.device)")
     assert finding.fix is None
     assert "builds a tensor from Python values and copies it to the device every call of `forward`" in finding.message
+
+
+def _run_release(version: str, relative: str, tmp_path: Path, select: tuple[str, ...] = ("DIF006",)):
+    path = release_copy(version, relative, tmp_path)
+    result = run(RunOptions(paths=(path,), mode=Mode.WRITE, unsafe_fixes=True, select=select, jobs=1))
+    return path, result
+
+
+def test_unipc_tensors_rebuilt_every_step_are_dif006s_not_dif002s(tmp_path: Path) -> None:
+    path, result = _run_release(
+        "0.16.1", "schedulers/scheduling_unipc_multistep.py", tmp_path, select=("DIF002", "DIF006")
+    )
+    lines = path.read_text().splitlines()
+    rebuilt = [f for f in result.findings if "torch.tensor(rks, device=device)" in lines[f.line - 1]]
+    assert len(rebuilt) == 2 and {f.code for f in rebuilt} == {"DIF006"}
+    assert {f.code for f in result.findings} == {"DIF006"}
+
+
+def test_controlnet_guess_mode_scales_are_created_on_the_device(tmp_path: Path) -> None:
+    path, result = _run_release("0.16.1", "models/controlnet.py", tmp_path)
+
+    [finding] = result.findings
+    assert finding.fixed and finding.fix_safety is FixSafety.UNSAFE  # logspace may round otherwise on the device
+    assert "combined with device tensors (`mid_block_res_sample *= scales[-1]`, line 565)" in finding.message
+    assert "                -1, 0, len(down_block_res_samples) + 1, device=controlnet_cond.device\n" in path.read_text()
+
+
+def test_guess_mode_scales_made_on_the_device_are_left_alone(tmp_path: Path) -> None:
+    # diffusers 0.25.1 carries the maintainers' fix (#3313): `torch.logspace(..., device=sample.device)`.
+    _, result = _run_release("0.25.1", "models/controlnet.py", tmp_path)
+    assert result.findings == []
+
+
+def test_an_optional_tensor_parameter_is_never_the_device(tmp_path: Path) -> None:
+    target = tmp_path / "block.py"
+    target.write_text(
+        textwrap.dedent(
+            """
+            import torch
+
+
+            class Block(torch.nn.Module):
+                def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None):
+                    y = self.proj(x)
+                    scales = torch.linspace(0, 1, 4)
+                    y *= scales[-1]
+                    return y
+            """
+        )
+    )
+    result = run(RunOptions(paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF006",), jobs=1))
+    [finding] = result.findings
+    assert finding.fixed and "torch.linspace(0, 1, 4, device=x.device)" in target.read_text()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from release_files import installed_copy
+
 from codemods.engine import Mode, RunOptions, run
 
 
@@ -76,3 +78,29 @@ def test_a_python_int_index_and_set_up_code_are_not_reported(tmp_path: Path) -> 
                     pass
     """
     assert _messages(tmp_path, code) == []
+
+
+def test_ledits_timesteps_kept_on_the_cpu_are_not_syncs(tmp_path: Path) -> None:
+    # LEDITS++ calls `set_timesteps` without a device: `if t <= 800:` and `t_to_idx[int(t)]` read CPU tensors.
+    path = installed_copy("pipelines/ledits_pp/pipeline_leditspp_stable_diffusion.py", tmp_path)
+    lines = path.read_text().splitlines()
+    result = run(RunOptions(paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
+    reported = {lines[f.line - 1].strip() for f in result.findings}
+    assert "if t <= 800:" in {line.strip() for line in lines}
+    assert not any("t <= 800" in line or "int(t)" in line for line in reported)
+
+
+def test_a_read_of_values_the_host_built_says_so(tmp_path: Path) -> None:
+    code = """
+    import torch
+
+    class Block(torch.nn.Module):
+        def forward(self, xs: list[torch.Tensor], device: torch.device):
+            lens = torch.tensor([x.shape[0] for x in xs], device=device)
+            return int(lens.max().item())
+    """
+    [(line, message)] = _messages(tmp_path, code)
+    assert line == 7 and message.endswith(
+        "; the host built these values itself (line 6: `torch.tensor([x.shape[0] for x in xs], device=device)`): "
+        "use the Python values instead"
+    )
