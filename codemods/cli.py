@@ -155,11 +155,9 @@ def rules() -> None:
 @app.command()
 def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. DIF004.")]) -> None:
     """Print a rule's full documentation."""
-    from codemods.rules import rule_class
+    from codemods.rule_docs import explain_text
 
-    rule = rule_class(code)
-    print(f"# {rule.code} {rule.name}\n\n{rule.summary}\n\nFix: {rule.fix_safety.value}\n")
-    print(rule.documentation())
+    print(explain_text(code), end="")
 
 
 class VerifyDevice(str, Enum):
@@ -188,6 +186,10 @@ def verify(
     json_file: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Write the JSON report here.")] = None,
     markdown_file: Annotated[
         Path | None, typer.Option("--markdown", metavar="FILE", help="Write the PR-body Markdown here.")
+    ] = None,
+    html_file: Annotated[
+        Path | None,
+        typer.Option("--html", metavar="FILE", help="Write the census as one self-contained, sortable HTML page."),
     ] = None,
     compile_: Annotated[
         bool, typer.Option("--compile", help="Also try torch.compile(fullgraph=True) checks (slow on CPU).")
@@ -227,6 +229,10 @@ def verify(
         json_file.write_text(json.dumps(report.to_json(), indent=2) + "\n")
     if markdown_file is not None:
         markdown_file.write_text(markdown)
+    if html_file is not None:
+        from bot.verify.html_report import write_html
+
+        write_html(report.to_json(), html_file)
     print(markdown)
     print(f"verify: {report.counts()} in {report.seconds:.0f} s", file=sys.stderr)
     raise typer.Exit(report.exit_code())

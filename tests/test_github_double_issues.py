@@ -87,4 +87,3 @@ def test_search_tells_issues_from_pull_requests(github_double: GitHubDouble) -> 
     found = gh.search_issues(f"repo:{REPO} is:issue marker")
 
     assert [i.number for i in found] == [issue.number]
-

@@ -10,11 +10,11 @@ from typing import Any
 from urllib.parse import unquote, urlencode
 
 from .errors import not_found, problems_parsing_json
+from .issues import HostedIssues
 from .model import Account
 from .payloads import Renderer
 from .rate_limits import RateLimits
 from .repository import HostedRepository
-from .issues import HostedIssues
 from .search import search_issues
 
 DEFAULT_PER_PAGE, MAX_PER_PAGE = 30, 100
