@@ -210,6 +210,28 @@ def verify_group(
 
 
 @bot_app.command(epilog=EXIT_CODES)
+def census(
+    plan_file: Annotated[Path, typer.Option("--plan", metavar="FILE", exists=True, dir_okay=False)],
+    json_file: Annotated[Path, typer.Option("--json", metavar="FILE", help="Where to write the verify report.")],
+    html_file: Annotated[Path, typer.Option("--html", metavar="FILE", help="Where to write the census page.")],
+    select: Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes.")] = None,
+    device: DeviceOption = Device.cuda,
+    compile: Annotated[bool, typer.Option("--compile")] = False,
+    workdir: Workdir = Path(".codemod-bot"),
+) -> None:
+    """GPU job: the sync census of the whole library on the plan's commit (for the dashboard and its page)."""
+    from bot import runner
+    from bot.plan import Plan
+
+    with _errors_as_usage():
+        options = _options(
+            repo=Plan.load(plan_file).repo, select=select, device=device, compile=compile, workdir=workdir
+        )
+        report = runner.census(options, plan_file, json_file, html_file)
+    print(f"census: {report.counts()} in {report.seconds:.0f} s; page: {html_file}")
+
+
+@bot_app.command(epilog=EXIT_CODES)
 def publish(
     plan_file: Annotated[Path, typer.Option("--plan", metavar="FILE", exists=True, dir_okay=False)],
     reports: Annotated[Path, typer.Option(metavar="DIR", help="verify-group outputs, named <group id>.json.")],

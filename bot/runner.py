@@ -1,4 +1,4 @@
-"""The bot's four doors: `run` (all in one process), and `plan` / `verify_group` / `publish` (one per CI job).
+"""The bot's doors: `run` (all in one process), and `plan` / `verify_one` / `census` / `publish` (one per CI job).
 
 All of them are stateless: the clone under `workdir` is only a cache, and GitHub is asked
 again for what exists before anything is written.
@@ -6,6 +6,7 @@ again for what exists before anything is written.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,12 +18,14 @@ from bot.dashboard.issue import DashboardIssue, DashboardState
 from bot.dashboard.update import CensusSource, update_dashboard
 from bot.git import Git, GitError, GitIdentity
 from bot.github_api import ClientSettings, GitHubUnavailable, connect, unavailable_reason
-from bot.groups import FixGroup, find_groups
+from bot.groups import PACKAGE_DIR, FixGroup, find_groups
 from bot.plan import Plan
 from bot.publish import Publisher, PublishSettings, VerificationSource
 from bot.pulls import PullRequests
 from bot.summary import RunSummary
 from bot.verification import Verification, Verifier, real_verifier, verify_group
+from bot.verify.html_report import write_html
+from bot.verify.report import VerifyReport
 from codemods.rules import select_rules
 
 
@@ -175,12 +178,38 @@ def verify_one(
     """The GPU job: verify one group of a plan on the plan's commit."""
     plan = Plan.load(plan_file)
     group = plan.group(group_id)
-    git = Session(options).git(plan.clone_url)
-    git.sync(plan.base)
-    git.checkout(plan.base_sha)
+    git = _checkout(options, plan)
     result = _verify(options, git, plan, group, verifier or real_verifier())
     result.save(out)
     return result
+
+
+def census(
+    options: BotOptions, plan_file: Path, json_out: Path, html_out: Path, verifier: Verifier | None = None
+) -> VerifyReport:
+    """The census job: every fix of the selected rules on the plan's commit, verified at once; JSON and HTML page."""
+    plan = Plan.load(plan_file)
+    git = _checkout(options, plan)
+    report = (verifier or real_verifier())(
+        git.root / PACKAGE_DIR,
+        select=options.select,
+        device=options.device,
+        work_dir=options.workdir.resolve() / "census",
+        compile=options.compile,
+        progress=options.log,
+    )
+    data = report.to_json()
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    json_out.write_text(json.dumps(data, indent=2) + "\n")
+    write_html(data, html_out)
+    return report
+
+
+def _checkout(options: BotOptions, plan: Plan) -> Git:
+    git = Session(options).git(plan.clone_url)
+    git.sync(plan.base)
+    git.checkout(plan.base_sha)
+    return git
 
 
 def publish(options: BotOptions, plan_file: Path, reports: Path) -> RunSummary:

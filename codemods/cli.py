@@ -69,7 +69,8 @@ def run(
         raise UsageError("an empty string is not a path")
     options = RunOptions(
         paths=tuple(map(Path, paths)),
-        mode=Mode.DIFF if diff else Mode.CHECK if check else Mode.WRITE,
+        # SARIF carries each fix's replacement text, so a read-only SARIF run computes (and proves) the fixes.
+        mode=Mode.DIFF if diff or (check and output_format is OutputFormat.sarif) else Mode.CHECK if check else Mode.WRITE,
         unsafe_fixes=unsafe_fixes,
         select=_codes(select),
         ignore=_codes(ignore),

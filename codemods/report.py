@@ -11,6 +11,7 @@ from typing import Any
 from codemods import __version__
 from codemods.engine import Mode, RunResult
 from codemods.findings import Finding, FixSafety
+from codemods.rule_docs import TOOL_URL
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -120,13 +121,20 @@ def _escape_property(value: str) -> str:
 
 
 def as_sarif(result: RunResult) -> str:
+    """SARIF 2.1.0 for code scanning. A run that wrote nothing (--check, --diff) reports every finding, and
+    each fix it proved comes with the replacement text (`fixes`); a run that wrote its fixes reports what remains.
+    """
+    from codemods.sarif_fixes import fix_of
+
     rules = sorted(result.rules, key=lambda r: r.code)
     rule_index = {rule.code: position for position, rule in enumerate(rules)}
     results: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    for finding in result.remaining:
+    for finding in result.remaining if result.mode is Mode.WRITE else result.findings:
         fingerprint = _fingerprint(finding)
         seen[fingerprint] = seen.get(fingerprint, 0) + 1
+        uri = display_path(finding.path).replace(os.sep, "/")
+        fix = fix_of(finding, result.changes[finding.path][0], uri) if finding.fixed else None
         results.append(
             {
                 "ruleId": finding.code,
@@ -136,7 +144,7 @@ def as_sarif(result: RunResult) -> str:
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": display_path(finding.path).replace(os.sep, "/")},
+                            "artifactLocation": {"uri": uri},
                             "region": {
                                 "startLine": finding.line,
                                 "startColumn": finding.column + 1,
@@ -148,6 +156,7 @@ def as_sarif(result: RunResult) -> str:
                 ],
                 "partialFingerprints": {"codemodFinding/v1": f"{fingerprint}:{seen[fingerprint]}"},
                 "properties": {"fixSafety": finding.fix_safety.value},
+                **({"fixes": [fix]} if fix else {}),
             }
         )
     document = {
@@ -159,7 +168,7 @@ def as_sarif(result: RunResult) -> str:
                     "driver": {
                         "name": "diffusers-codemod",
                         "version": __version__,
-                        "informationUri": "https://github.com/huggingface/diffusers",
+                        "informationUri": TOOL_URL,
                         "rules": [_sarif_rule(rule) for rule in rules],
                     }
                 },
@@ -186,12 +195,16 @@ def as_sarif(result: RunResult) -> str:
 
 
 def _sarif_rule(rule: Any) -> dict[str, Any]:
+    from codemods.rule_docs import docs_url, explain_text
+
+    help_text = explain_text(rule.code)  # what `codemod explain CODE` prints
     return {
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.summary},
-        "help": {"text": rule.documentation(), "markdown": rule.documentation()},
+        "help": {"text": help_text, "markdown": help_text},
+        "helpUri": docs_url(rule.code),
         "defaultConfiguration": {"level": "warning"},
         "properties": {"fixSafety": rule.fix_safety.value, "tags": ["performance"]},
     }

@@ -48,7 +48,7 @@ th[data-key]{cursor:pointer;user-select:none;background:#f6f8fa}
 th[aria-sort=ascending]::after{content:" ▲"}th[aria-sort=descending]::after{content:" ▼"}
 .bars{min-width:140px}.bar{height:7px;margin:1px 0;border-radius:2px}
 .before{background:#afb8c1}.after{background:#1a7f37}.gain{color:#1a7f37;font-weight:600}
-.n{font-variant-numeric:tabular-nums;font-size:12px}.headline{font-size:1.15em}
+.n{font-variant-numeric:tabular-nums;font-size:12px}.headline{font-size:1.15em}.nowrap{white-space:nowrap}
 """
 
 _SCRIPT = """
@@ -165,23 +165,25 @@ def _row(target: dict[str, Any], peak: dict[str, float]) -> str:
     if unit == "step" and target.get("units"):
         unit = f"step (of {target['units']})"
     parity = target.get("parity") or {}
+    max_diff = parity.get("max_abs_diff")
     removed = syncs_removed(target)
     cells = [
         _text_cell(target["target"]),
         _text_cell(target.get("kind") or ""),
         _text_cell(rules),
-        _text_cell(unit),
+        _text_cell(unit, nowrap=True),
         *(_bars(target, kind, peak[kind]) for kind in CENSUS_KINDS),
         f'<td data-value="{removed:g}" class="{"gain" if removed > 0 else ""}">{number(removed)}</td>',
-        f'<td data-value="{parity.get("max_abs_diff") if parity.get("max_abs_diff") is not None else -1:g}">'
-        f"{escape(parity_text(parity))}</td>",
+        # Not compared sorts below bit-identical.
+        f'<td class="nowrap" data-value="{-1 if max_diff is None else max_diff:g}">{escape(parity_text(parity))}</td>',
         _text_cell(target["verdict"]),
     ]
     return f'<tr data-target="{escape(target["target"])}">{"".join(cells)}</tr>'
 
 
-def _text_cell(text: str) -> str:
-    return f'<td data-value="{escape(text)}">{escape(text)}</td>'
+def _text_cell(text: str, nowrap: bool = False) -> str:
+    css = ' class="nowrap"' if nowrap else ""
+    return f'<td data-value="{escape(text)}"{css}>{escape(text)}</td>'
 
 
 def _bars(target: dict[str, Any], kind: str, peak: float) -> str:
