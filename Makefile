@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # On 2 shared cores, two torch threads give 100x latency spikes.
 export OMP_NUM_THREADS := 1
 
-.PHONY: install demo test benchmark clean
+.PHONY: install demo test benchmark browser clean
 
 install: $(STAMP)
 
@@ -47,6 +47,11 @@ test: install
 
 benchmark: install .venv-bench/bin/fixit
 	$(BIN)/python benchmarks/run.py --profile
+
+# Debian's Chromium, for the test that loads `codemod verify --html` pages in a real headless browser
+# (without it that test skips and the parse-based tests check the page). Needs root and apt-get.
+browser:
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
 clean:
 	rm -rf $(VENV) .venv-bench demo .codemod_cache .pytest_cache

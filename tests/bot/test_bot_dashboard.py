@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from bot_harness import (  # noqa: F401  (fixtures)
 from diffusers_tree import PACKAGE
 from github_double import Fault, GitHubDouble, push_branch
 
-from bot.runner import BotOptions, run
+from bot.runner import BotOptions, census, plan, run
 from bot.summary import Outcome
+from bot.verify.report import TargetResult, VerifyReport
 
 ISSUES = r"/repos/huggingface/diffusers/issues"
 KANDINSKY_ID = "dif004-pipelines-kandinsky"
@@ -210,3 +212,25 @@ def test_a_failed_edit_fails_the_run_after_the_prs(remote: GitHubDouble, dashboa
     assert second.exit_code() == 1
     assert [g.outcome.value for g in second.groups] == ["skipped", "unchanged", "unchanged", "unchanged"]
     assert f"dashboard: failed #{first.dashboard.number}: GitHub kept failing after retries (" in second.text()
+
+
+def test_census_job_verifies_the_plans_commit_and_writes_the_report_and_its_page(
+    remote: GitHubDouble, options: BotOptions, tmp_path: Path
+) -> None:
+    plan(options, tmp_path / "plan.json")
+    seen: list[Path] = []
+
+    def verifier(src: Path, **settings) -> VerifyReport:
+        seen.append(src)
+        counts = {"h2d": 1.0, "d2h": 0.0, "sync": 2.0, "outputs": 0.0}
+        target = TargetResult("DDIMScheduler", ["DIF002"], [], "verified", kind="scheduler", unit="step")
+        target.before, target.after = counts, {**counts, "sync": 0.0}
+        return VerifyReport(str(src), settings["device"], None, {}, [], [target])
+
+    census(options, tmp_path / "plan.json", tmp_path / "census.json", tmp_path / "census.html", verifier)
+
+    [src] = seen
+    assert (src / "pipelines" / "kandinsky" / "pipeline_kandinsky.py").is_file()
+    report = json.loads((tmp_path / "census.json").read_text())
+    assert report["targets"][0]["before"]["sync"] == 2.0
+    assert 'data-target="DDIMScheduler"' in (tmp_path / "census.html").read_text()
