@@ -45,7 +45,7 @@ class GroupOutcome:
 class DashboardResult:
     """What a run did with the dashboard issue."""
 
-    action: str  # created, edited, unchanged, closed, would-create, would-edit, not-updated, failed
+    action: str  # created, edited, unchanged, closed, would-create, would-edit, off, not-updated, failed
     number: int | None = None
     url: str | None = None
     chars: int = 0

@@ -29,6 +29,7 @@ class DashboardState:
 
     handle: Any = None  # the PyGithub Issue
     ticks: Ticks = Ticks()
+    off: str | None = None  # why the repository cannot have one (issues turned off, as on a fresh fork)
 
     @property
     def number(self) -> int | None:
@@ -47,12 +48,14 @@ class DashboardIssue:
         self.dry_run = dry_run
 
     def read(self) -> DashboardState:
+        if not self.repo.has_issues:
+            return DashboardState(off="issues are turned off in this repository (Settings > Features > Issues)")
         handle = self._find()
         return DashboardState(handle, Ticks.read(handle.body if handle is not None else None))
 
     def refresh(self, state: DashboardState) -> DashboardState:
         """The latest body just before an edit, so a box ticked during the run is not overwritten."""
-        if state.handle is None:
+        if state.handle is None or state.off:
             return state
         handle = self.repo.get_issue(state.handle.number)
         return DashboardState(handle, Ticks.read(handle.body))
@@ -63,6 +66,8 @@ class DashboardIssue:
             body_file.parent.mkdir(parents=True, exist_ok=True)
             body_file.write_text(body)
         saved = str(body_file) if body_file is not None else None
+        if state.off:
+            return DashboardResult("off", None, None, chars, state.off, saved, body)
         if state.closed:
             reason = "closed by a maintainer, so the bot no longer updates it (reopen it to resume)"
             return DashboardResult("closed", state.number, state.handle.html_url, chars, reason, saved, body)

@@ -18,7 +18,8 @@ from codemods import __version__
 from codemods.rule_docs import TOOL_URL, docs_url, why_line
 from codemods.rules import rule_class
 
-_IN_PR = (Outcome.OPENED, Outcome.UPDATED, Outcome.UNCHANGED)
+# Each permalink is ~150 characters: more per line would crowd other items out of the 65,536 characters.
+LINKS_PER_LINE = 3
 _NOT_PUBLISHED = (Outcome.NOT_VERIFIED, Outcome.FAILED, Outcome.NOT_ATTEMPTED)
 
 
@@ -43,14 +44,16 @@ class DashboardContent:
         return f"{self.html_url}/blob/{self.base_sha}/{path}#{anchor}"
 
     def links(self, spans: Iterable[tuple[str, int, int]]) -> str:
-        """`[file.py#L3-L5](…), [#L9](…)`: the file named once, then only its line ranges."""
+        """`[file.py#L3-L5](…), [#L9](…) and 2 more`: the file named once, then only its line ranges."""
         parts, previous = [], None
-        for path, start, end in sorted(set(spans)):
+        ordered = sorted(set(spans))
+        for path, start, end in ordered[:LINKS_PER_LINE]:
             anchor = f"L{start}" if end <= start else f"L{start}-L{end}"
             text = f"{PurePosixPath(path).name}#{anchor}" if path != previous else f"#{anchor}"
             parts.append(f"[`{text}`]({self.permalink(path, start, end)})")
             previous = path
-        return ", ".join(parts)
+        more = len(ordered) - LINKS_PER_LINE
+        return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
 
 
 def render(content: DashboardContent) -> str:
@@ -130,7 +133,7 @@ def _groups_section(
         items.append("\n".join(lines))
     if waiting:
         heading = f"## Waiting for the cap ({len(items)})"
-        intro = ["Ticking **open this PR now** makes the next run open it even above the cap on open PRs."]
+        intro = ["Ticking **open this PR now** makes the next run verify it and, if verified, open it above the cap."]
     else:
         heading = f"## Not verified ({len(items)})"
         intro = ["Only verified fixes become PRs; the verifier's reason follows each group."]
@@ -158,8 +161,10 @@ def _report_only(content: DashboardContent) -> list[Section]:
                 "Findings the engine reports without a fix it can prove safe, by rule and family. "
                 "`codemod run --check --select CODE src/diffusers` lists them with their messages; "
                 "**ignore** moves a family to Ignored."
-            ],
-            empty="None.",
+            ]
+            if total
+            else [],
+            empty="" if total else "None.",
         )
     ]
     for rule in sorted(by_rule):

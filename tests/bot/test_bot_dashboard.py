@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -194,6 +197,20 @@ def test_dry_run_writes_nothing_and_saves_the_body_with_the_pr_bodies(
     assert "- would open (dry run): **DIF004** `pipelines/kandinsky`: [`pipeline_kandinsky.py#L14`](" in saved
 
 
+def test_a_repository_without_issues_gets_its_prs_and_a_note_why_there_is_no_dashboard(
+    remote: GitHubDouble, dashboard_options: BotOptions
+) -> None:
+    remote.turn_off_issues()  # as on a fresh fork
+
+    summary = run(dashboard_options, FakeVerifier())
+
+    assert [g.outcome.value for g in summary.groups] == ["opened"] * 4
+    assert remote.requests(path=rf"{ISSUES}") == []
+    assert summary.dashboard.action == "off"
+    assert "dashboard: off (" in summary.text() and "issues are turned off in this repository" in summary.text()
+    assert summary.exit_code() == 0
+
+
 def test_no_dashboard_asks_github_nothing_about_issues(remote: GitHubDouble, options: BotOptions) -> None:
     summary = run(options, FakeVerifier())
 
@@ -234,3 +251,18 @@ def test_census_job_verifies_the_plans_commit_and_writes_the_report_and_its_page
     report = json.loads((tmp_path / "census.json").read_text())
     assert report["targets"][0]["before"]["sync"] == 2.0
     assert 'data-target="DDIMScheduler"' in (tmp_path / "census.html").read_text()
+
+
+def test_cli_dry_run_prints_the_body_it_would_write(remote: GitHubDouble, tmp_path: Path) -> None:
+    env = {**os.environ, "GITHUB_TOKEN": remote.token}
+    command = [sys.executable, "-m", "codemods", "bot", "run", "--repo", REPO, "--api-url", remote.api_url]
+    command += ["--select", "DIF004", "--dry-run", "--max-open-prs", "0", "--request-interval", "0"]
+    command += ["--workdir", str(tmp_path / "work")]
+
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    body = (tmp_path / "work" / "bodies" / "dashboard.md").read_text()
+    assert done.stdout.startswith(f"--- dashboard body (would-create, {len(body):,} characters) ---\n{body}")
+    assert "## Waiting for the cap (4)" in body
+    assert remote.issues() == []

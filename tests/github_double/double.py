@@ -118,6 +118,11 @@ class GitHubDouble:
         """A maintainer closes it."""
         self._issues.edit(number, self._repo.state.owner, state="closed", state_reason=reason)
 
+    def turn_off_issues(self) -> None:
+        """Settings -> Features -> Issues unticked, as on a fresh fork."""
+        with self._repo.lock:
+            self._repo.state.has_issues = False
+
     def edit_issue_body(self, number: int, edit: Callable[[str], str]) -> None:
         """A maintainer edits the body in the web editor (e.g. ticks a checkbox): `edit` maps old text to new."""
         with self._repo.lock:

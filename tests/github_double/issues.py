@@ -6,10 +6,11 @@ On GitHub every pull request is also an issue: `GET /issues` lists both (pull re
 
 from __future__ import annotations
 
-from .errors import field_error, not_found, validation_failed
+from .errors import ApiError, error_body, field_error, not_found, validation_failed
 from .model import Account, Issue, PullRequest
 from .repository import HostedRepository
 
+ISSUES_DOCS = "https://docs.github.com/rest/issues"
 CREATE_ISSUE_DOCS = "https://docs.github.com/rest/issues/issues#create-an-issue"
 UPDATE_ISSUE_DOCS = "https://docs.github.com/rest/issues/issues#update-an-issue"
 LIST_ISSUES_DOCS = "https://docs.github.com/rest/issues/issues#list-repository-issues"
@@ -22,8 +23,14 @@ class HostedIssues:
         self.state = repository.state
         self.lock = repository.lock
 
+    def require_issues(self) -> None:
+        """GitHub answers 410 Gone on the issue endpoints of a repository whose issues are turned off."""
+        if not self.state.has_issues:
+            raise ApiError(410, error_body(410, "Issues are disabled for this repo", ISSUES_DOCS))
+
     def create(self, author: Account, title: str | None, body: str | None, labels: list[str]) -> Issue:
         with self.lock:
+            self.require_issues()
             if not title:
                 raise validation_failed(CREATE_ISSUE_DOCS, field_error("Issue", "title", "missing_field"))
             issue = Issue(self.state.next_number(), self.repository.ids.next(), title, body, author)
@@ -33,6 +40,7 @@ class HostedIssues:
 
     def issue(self, number: int) -> Issue:
         with self.lock:
+            self.require_issues()
             if number not in self.state.issues:
                 raise not_found()
             return self.state.issues[number]
@@ -82,6 +90,7 @@ class HostedIssues:
     ) -> list[Issue | PullRequest]:
         """`GET /issues`: issues and pull requests together, as GitHub lists them."""
         with self.lock:
+            self.require_issues()
             if state not in ("open", "closed", "all"):
                 raise validation_failed(LIST_ISSUES_DOCS, field_error("Issue", "state", "invalid"))
             sort_keys = {

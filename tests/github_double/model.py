@@ -136,6 +136,7 @@ class RepositoryState:
     pulls: dict[int, PullRequest] = field(default_factory=dict)
     labels: dict[str, Label] = field(default_factory=dict)  # keyed by lower-cased name, as GitHub matches them
     issues: dict[int, Issue] = field(default_factory=dict)
+    has_issues: bool = True  # forks start with issues turned off
 
     @property
     def full_name(self) -> str:

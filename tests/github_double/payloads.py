@@ -69,6 +69,7 @@ class Renderer:
             "default_branch": upstream.default_branch,
             "visibility": "public",
             "archived": False,
+            "has_issues": upstream.has_issues,
             "disabled": False,
             "created_at": timestamp(upstream.created_at),
             "updated_at": timestamp(upstream.created_at),
