@@ -124,17 +124,21 @@ def as_sarif(result: RunResult) -> str:
     """SARIF 2.1.0 for code scanning. A run that wrote nothing (--check, --diff) reports every finding, and
     each fix it proved comes with the replacement text (`fixes`); a run that wrote its fixes reports what remains.
     """
-    from codemods.sarif_fixes import fix_of
+    from codemods.sarif_fixes import file_fixes
 
     rules = sorted(result.rules, key=lambda r: r.code)
     rule_index = {rule.code: position for position, rule in enumerate(rules)}
     results: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
+    fixes: dict[int, dict[str, Any]] = {}
+    if result.mode is not Mode.WRITE:
+        for path, (before, after) in result.changes.items():
+            fixed = [f for f in result.findings if f.fixed and f.path == path]
+            fixes |= file_fixes(fixed, before, after, _uri(path))
     for finding in result.remaining if result.mode is Mode.WRITE else result.findings:
         fingerprint = _fingerprint(finding)
         seen[fingerprint] = seen.get(fingerprint, 0) + 1
-        uri = display_path(finding.path).replace(os.sep, "/")
-        fix = fix_of(finding, result.changes[finding.path][0], uri) if finding.fixed else None
+        fix = fixes.get(id(finding))
         results.append(
             {
                 "ruleId": finding.code,
@@ -144,7 +148,7 @@ def as_sarif(result: RunResult) -> str:
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": uri},
+                            "artifactLocation": {"uri": _uri(finding.path)},
                             "region": {
                                 "startLine": finding.line,
                                 "startColumn": finding.column + 1,
@@ -192,6 +196,10 @@ def as_sarif(result: RunResult) -> str:
         ],
     }
     return json.dumps(document, indent=2)
+
+
+def _uri(path: str) -> str:
+    return display_path(path).replace(os.sep, "/")
 
 
 def _sarif_rule(rule: Any) -> dict[str, Any]:
