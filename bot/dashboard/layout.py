@@ -55,7 +55,7 @@ def join(header: str, sections: list[Section], footer: str) -> str:
 def fit(header: str, sections: list[Section], footer: str, limit: int = GITHUB_BODY_LIMIT) -> str:
     """The body, with the longest cuttable sections halved until it is under `limit` characters."""
     text = join(header, sections, footer)
-    while len(text) >= limit:
+    while len(text.encode("utf-8")) >= limit:  # bytes: never under-counts, whatever GitHub counts in
         cuttable = [s for s in sections if s.can_cut and s.visible() > 0]
         if not cuttable:
             raise ValueError(f"the dashboard body is {len(text):,} characters even with every list cut")
