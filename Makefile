@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # On 2 shared cores, two torch threads give 100x latency spikes.
 export OMP_NUM_THREADS := 1
 
-.PHONY: install demo test benchmark sweep clean
+.PHONY: install demo test benchmark sweep browser clean
 
 install: $(STAMP)
 
@@ -53,6 +53,11 @@ benchmark: install .venv-bench/bin/fixit
 # Every diffusers release on PyPI from 0.10.0 through the engine (hours; resumable): docs/releases.md.
 sweep: install
 	nice -n 10 $(BIN)/python benchmarks/sweep.py --jobs 2
+
+# Debian's Chromium, for the test that loads `codemod verify --html` pages in a real headless browser
+# (without it that test skips and the parse-based tests check the page). Needs root and apt-get.
+browser:
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
 clean:
 	rm -rf $(VENV) .venv-bench demo .codemod_cache .pytest_cache

@@ -7,7 +7,6 @@ the hidden fingerprint comment is what later runs recognise the PR by.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Iterable
 
@@ -15,21 +14,8 @@ from bot.groups import PACKAGE_DIR, FixGroup
 from bot.pulls import FINGERPRINT_MARKER
 from bot.verification import Verification
 from codemods import __version__
+from codemods.rule_docs import first_paragraph, rule_sections
 from codemods.rules import rule_class
-
-_SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
-
-
-def rule_sections(code: str) -> dict[str, str]:
-    """A rule's documentation split at its `## ` headings."""
-    text = rule_class(code).documentation()
-    headings = list(_SECTION.finditer(text))
-    return {
-        match.group(1).strip(): text[
-            match.end() : headings[i + 1].start() if i + 1 < len(headings) else len(text)
-        ].strip()
-        for i, match in enumerate(headings)
-    }
 
 
 def title(group: FixGroup) -> str:
@@ -98,7 +84,7 @@ def body(group: FixGroup, verification: Verification) -> str:
 
 def commit_message(group: FixGroup, verification: Verification) -> str:
     rule = rule_class(group.rule)
-    why = sections_first_paragraph(rule_sections(group.rule).get("Why is this bad?", ""))
+    why = first_paragraph(rule_sections(group.rule).get("Why is this bad?", ""))
     lines = [
         title(group),
         "",
@@ -112,10 +98,6 @@ def commit_message(group: FixGroup, verification: Verification) -> str:
         f"Codemod-Fingerprint: {group.fingerprint}",
     ]
     return "\n".join(lines) + "\n"
-
-
-def sections_first_paragraph(text: str) -> str:
-    return " ".join(text.split("\n\n", 1)[0].split())
 
 
 def _changes_table(group: FixGroup) -> str:

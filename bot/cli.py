@@ -55,9 +55,24 @@ Interval = Annotated[
 Login = Annotated[
     str | None, typer.Option("--login", metavar="LOGIN", help="The bot's GitHub login (default: the token's user).")
 ]
+NoDashboard = Annotated[bool, typer.Option("--no-dashboard", help="Neither read nor write the dashboard issue.")]
+Census = Annotated[
+    Path | None,
+    typer.Option(
+        "--census",
+        metavar="FILE",
+        exists=True,
+        dir_okay=False,
+        help="A `codemod verify --json` report of the whole library: the dashboard's top-ten table.",
+    ),
+]
+CensusUrl = Annotated[
+    str | None, typer.Option("--census-url", metavar="URL", help="Where the census HTML page is (an artifact URL).")
+]
 
 
 def _options(**values: Any):
+    from bot.dashboard.update import CensusSource
     from bot.github_api import ClientSettings
     from bot.runner import BotOptions
 
@@ -66,12 +81,21 @@ def _options(**values: Any):
     values["only"] = tuple(values.pop("only", None) or ())
     if "device" in values:
         values["device"] = values["device"].value
+    values["dashboard"] = not values.pop("no_dashboard", False)
+    if "census" in values or "census_url" in values:
+        values["census"] = CensusSource(values.pop("census", None), values.pop("census_url", None))
     if "request_interval" in values:
         interval = values.pop("request_interval")
         values["client"] = replace(
             ClientSettings(), seconds_between_requests=interval, seconds_between_writes=4 * interval
         )
-    return BotOptions(token=os.environ.get("GITHUB_TOKEN") or None, **values)
+    return BotOptions(token=os.environ.get("GITHUB_TOKEN") or None, run_url=_workflow_run_url(), **values)
+
+
+def _workflow_run_url() -> str | None:
+    """This run's page when running in GitHub Actions (its documented default variables), else None."""
+    parts = [os.environ.get(name) for name in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
+    return "{}/{}/actions/runs/{}".format(*parts) if all(parts) else None
 
 
 def _require_token(dry_run: bool) -> None:
@@ -82,6 +106,11 @@ def _require_token(dry_run: bool) -> None:
 
 
 def _finish(summary, json_file: Path | None) -> None:
+    board = summary.dashboard
+    if summary.dry_run and board is not None and board.body:
+        print(f"--- dashboard body ({board.action}, {board.chars:,} characters) ---")
+        print(board.body, end="")
+        print("--- end of the dashboard body ---")
     print(summary.text())
     if json_file is not None:
         summary.write_json(json_file)
@@ -113,15 +142,18 @@ def run(
     login: Login = None,
     request_interval: Interval = 0.25,
     json_file: JsonOut = None,
+    no_dashboard: NoDashboard = False,
+    census: Census = None,
+    census_url: CensusUrl = None,
 ) -> None:
-    """Clone, find and group fixes, verify them, and open or update one PR per verified group."""
+    """Clone, find and group fixes, verify them, open or update one PR per verified group, update the dashboard."""
     from bot import runner
 
     _require_token(dry_run)
     options = _options(
         repo=repo, clone_url=clone_url, api_url=api_url, base=base, dry_run=dry_run, max_open_prs=max_open_prs,
         select=select, only=only, device=device, compile=compile, workdir=workdir, bodies_dir=bodies_dir, login=login,
-        request_interval=request_interval,
+        request_interval=request_interval, no_dashboard=no_dashboard, census=census, census_url=census_url,
     )  # fmt: skip
     with _errors_as_usage():
         summary = runner.run(options)
@@ -141,6 +173,7 @@ def plan(
     workdir: Workdir = Path(".codemod-bot"),
     login: Login = None,
     request_interval: Interval = 0.25,
+    no_dashboard: NoDashboard = False,
 ) -> None:
     """CPU job: group the fixes and list the groups worth verifying now (read-only on GitHub)."""
     from bot import runner
@@ -148,6 +181,7 @@ def plan(
     options = _options(
         repo=repo, clone_url=clone_url, api_url=api_url, base=base, max_open_prs=max_open_prs, select=select,
         only=only, workdir=workdir, login=login, dry_run=True, request_interval=request_interval,
+        no_dashboard=no_dashboard,
     )  # fmt: skip
     with _errors_as_usage():
         made = runner.plan(options, out)
@@ -176,6 +210,28 @@ def verify_group(
 
 
 @bot_app.command(epilog=EXIT_CODES)
+def census(
+    plan_file: Annotated[Path, typer.Option("--plan", metavar="FILE", exists=True, dir_okay=False)],
+    json_file: Annotated[Path, typer.Option("--json", metavar="FILE", help="Where to write the verify report.")],
+    html_file: Annotated[Path, typer.Option("--html", metavar="FILE", help="Where to write the census page.")],
+    select: Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes.")] = None,
+    device: DeviceOption = Device.cuda,
+    compile: Annotated[bool, typer.Option("--compile")] = False,
+    workdir: Workdir = Path(".codemod-bot"),
+) -> None:
+    """GPU job: the sync census of the whole library on the plan's commit (for the dashboard and its page)."""
+    from bot import runner
+    from bot.plan import Plan
+
+    with _errors_as_usage():
+        options = _options(
+            repo=Plan.load(plan_file).repo, select=select, device=device, compile=compile, workdir=workdir
+        )
+        report = runner.census(options, plan_file, json_file, html_file)
+    print(f"census: {report.counts()} in {report.seconds:.0f} s; page: {html_file}")
+
+
+@bot_app.command(epilog=EXIT_CODES)
 def publish(
     plan_file: Annotated[Path, typer.Option("--plan", metavar="FILE", exists=True, dir_okay=False)],
     reports: Annotated[Path, typer.Option(metavar="DIR", help="verify-group outputs, named <group id>.json.")],
@@ -187,8 +243,11 @@ def publish(
     login: Login = None,
     request_interval: Interval = 0.25,
     json_file: JsonOut = None,
+    no_dashboard: NoDashboard = False,
+    census: Census = None,
+    census_url: CensusUrl = None,
 ) -> None:
-    """PR job: push and open or update the PRs of a plan's verified groups."""
+    """PR job: push and open or update the PRs of a plan's verified groups, then update the dashboard."""
     from bot import runner
     from bot.plan import Plan
 
@@ -197,6 +256,7 @@ def publish(
         options = _options(
             repo=Plan.load(plan_file).repo, api_url=api_url, dry_run=dry_run, max_open_prs=max_open_prs,
             workdir=workdir, bodies_dir=bodies_dir, login=login, request_interval=request_interval,
+            no_dashboard=no_dashboard, census=census, census_url=census_url,
         )  # fmt: skip
         summary = runner.publish(options, plan_file, reports)
     _finish(summary, json_file)

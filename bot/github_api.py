@@ -4,13 +4,14 @@ PyGithub's `GithubRetry` retries 5xx for every method, POST included: a create t
 performed but answered with a 502 would be sent again blindly. `BotRetry` keeps its handling of
 rate limits (403/429 mean "not done", so any method may retry) and of 5xx on reads and
 idempotent writes (GET, PUT, DELETE, PATCH), but hands a POST's 5xx or lost answer back to the
-caller, which looks up what happened before any second attempt (see `PullRequests.create`).
+caller, which looks up what happened before any second attempt (`create_once`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import github
 import requests
@@ -18,6 +19,7 @@ from github.GithubRetry import GithubRetry
 from urllib3.util.retry import Retry
 
 _RATE_LIMIT_WORDS = ("rate limit", "abuse")
+Created = TypeVar("Created")
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,41 @@ def is_maybe_applied(error: BaseException) -> bool:
     if isinstance(error, (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError)):
         return True
     return isinstance(error, github.GithubException) and error.status >= 500
+
+
+def create_once(
+    send: Callable[[], Created],
+    find: Callable[[], Created | None],
+    conflict: Callable[[github.GithubException], bool] = lambda error: False,
+) -> tuple[Created, bool]:
+    """POST something GitHub must hold once (a PR, the dashboard issue); (it, reconciled) where reconciled
+    means it was found, not created.
+
+    A POST that may have been done (5xx, lost answer) is looked up with `find` before any second
+    attempt; an error `conflict` recognises ("already exists") is resolved by `find` alone.
+    """
+    last: BaseException | None = None
+    for _ in range(2):
+        try:
+            return send(), False
+        except github.GithubException as error:
+            if conflict(error):
+                existing = find()
+                if existing is not None:
+                    return existing, True
+                raise
+            if not is_maybe_applied(error):
+                raise
+            last = error
+        except requests.RequestException as error:  # the answer was lost, maybe after the work was done
+            if not is_maybe_applied(error):
+                raise
+            last = error
+        existing = find()
+        if existing is not None:
+            return existing, True
+    assert last is not None
+    raise GitHubUnavailable(unavailable_reason(last) or error_message(last))
 
 
 def error_message(error: BaseException) -> str:

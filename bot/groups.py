@@ -32,6 +32,30 @@ class Rewrite:
     path: str  # repository-relative
     line: int
     message: str
+    end_line: int = 0  # 0: the finding's one line
+
+    @property
+    def last_line(self) -> int:
+        return self.end_line or self.line
+
+
+@dataclass(frozen=True)
+class ReportOnly:
+    """A finding the engine reports without a fix (none offered, or declined): listed, never a PR."""
+
+    rule: str
+    path: str  # repository-relative
+    line: int
+    end_line: int
+    message: str
+    reason: str | None = None  # why an offered fix was declined
+
+    @property
+    def family(self) -> str:
+        return family(PurePosixPath(self.path).relative_to(PACKAGE_DIR).as_posix())
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
 @dataclass
@@ -76,7 +100,9 @@ class FixGroup:
             "branch": self.branch,
             "fingerprint": self.fingerprint,
             "files": {path: {"before": before, "after": after} for path, (before, after) in sorted(self.files.items())},
-            "rewrites": [{"path": r.path, "line": r.line, "message": r.message} for r in self.rewrites],
+            "rewrites": [
+                {"path": r.path, "line": r.line, "end_line": r.last_line, "message": r.message} for r in self.rewrites
+            ],
             "copies": list(self.copies),
         }
 
@@ -86,7 +112,7 @@ class FixGroup:
             rule=data["rule"],
             families=tuple(data["families"]),
             files={path: (f["before"], f["after"]) for path, f in data["files"].items()},
-            rewrites=tuple(Rewrite(r["path"], r["line"], r["message"]) for r in data["rewrites"]),
+            rewrites=tuple(Rewrite(r["path"], r["line"], r["message"], r.get("end_line", 0)) for r in data["rewrites"]),
             copies=tuple(data["copies"]),
         )
         if group.fingerprint != data["fingerprint"]:
@@ -136,6 +162,7 @@ class _Families:
 class Grouping:
     groups: list[FixGroup]
     errors: list[str]  # files the engine could not handle (left out of every group)
+    report_only: list[ReportOnly] = field(default_factory=list)
 
 
 def find_groups(
@@ -145,13 +172,15 @@ def find_groups(
     cache_dir: Path | None = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> Grouping:
-    """Run the engine once per rule (safe and unsafe fixes, nothing written) and split its changes into groups."""
+    """Run the engine once per rule (safe and unsafe fixes, nothing written) and split its changes into groups;
+    the findings it leaves unfixed are kept as report-only."""
     src = (repo_root / PACKAGE_DIR).resolve()
     if not src.is_dir():
         raise FileNotFoundError(f"{repo_root} has no {PACKAGE_DIR}: not a diffusers checkout")
     paths = tuple(src / p for p in only) or (src,)
     groups: list[FixGroup] = []
     errors: list[str] = []
+    report_only: list[ReportOnly] = []
     for rule in rules:
         log(f"engine: {rule} on {', '.join(str(p.relative_to(src.parent)) for p in paths)}")
         # pipelines/deprecated/ takes no changes: never proposed, whatever the checkout's configuration says.
@@ -160,7 +189,11 @@ def find_groups(
         errors += [f"{_relative(e.path, repo_root)}: {e.message}" for e in result.errors]
         if result.changes:
             groups += _split(rule, result, src, repo_root)
-    return Grouping(sorted(groups, key=lambda g: (g.rule, g.family)), errors)
+        report_only += [
+            ReportOnly(f.code, _relative(f.path, repo_root), f.line, f.end_line, f.message, f.not_fixed_reason)
+            for f in result.remaining
+        ]
+    return Grouping(sorted(groups, key=lambda g: (g.rule, g.family)), errors, report_only)
 
 
 def _split(rule: str, result: Any, src: Path, repo_root: Path) -> list[FixGroup]:
@@ -199,7 +232,9 @@ def _split(rule: str, result: Any, src: Path, repo_root: Path) -> list[FixGroup]
                 families=(first, *(n for n in names if n != first)),
                 files={_relative(p, repo_root): result.changes[p] for p in sorted(paths)},
                 rewrites=tuple(
-                    Rewrite(_relative(f.path, repo_root), f.line, f.message) for f in fixed if f.path in paths
+                    Rewrite(_relative(f.path, repo_root), f.line, f.message, f.end_line)
+                    for f in fixed
+                    if f.path in paths
                 ),
                 copies=tuple(sorted(_describe(p, repo_root) for p in pairs)),
             )

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.groups import FixGroup
+from bot.groups import FixGroup, ReportOnly
 
 PLAN_VERSION = 1
 
@@ -29,6 +29,7 @@ class Plan:
     groups: list[FixGroup]
     engine_errors: list[str] = field(default_factory=list)
     to_verify: list[str] = field(default_factory=list)  # group ids worth verifying now (cap and etiquette allowing)
+    report_only: list[ReportOnly] = field(default_factory=list)  # findings without a fix, for the dashboard
 
     def group(self, group_id: str) -> FixGroup:
         for group in self.groups:
@@ -46,6 +47,7 @@ class Plan:
             "to_verify": self.to_verify,
             "engine_errors": self.engine_errors,
             "groups": [group.to_json() for group in self.groups],
+            "report_only": [finding.to_json() for finding in self.report_only],
         }
 
     def save(self, path: Path) -> None:
@@ -69,4 +71,5 @@ class Plan:
             groups=groups,
             engine_errors=list(data["engine_errors"]),
             to_verify=list(data["to_verify"]),
+            report_only=[ReportOnly(**finding) for finding in data.get("report_only", [])],
         )

@@ -9,10 +9,11 @@ run; what was done so far is in the summary.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot import body as bodies
+from bot.dashboard.ticks import Ticks
 from bot.etiquette import Action, Decision, KnownPulls, decide
 from bot.git import Git, GitIdentity, PushRejected
 from bot.github_api import GitHubUnavailable, error_message, unavailable_reason
@@ -32,6 +33,7 @@ class PublishSettings:
     label: str
     identity: GitIdentity
     bodies_dir: Path | None
+    ticks: Ticks = field(default_factory=Ticks)  # what a maintainer ticked on the dashboard
 
 
 @dataclass
@@ -97,13 +99,18 @@ class Publisher:
         self.open_count = self.known.open_count()
 
     def _triage(self, group: FixGroup) -> _Triage | GroupOutcome:
+        if group.id in self.settings.ticks.ignored:
+            return _outcome(group, Outcome.IGNORED, "ignored on the dashboard; untick it there to bring it back")
         self.known = KnownPulls.merge(list(self.known.by_number.values()), self.pulls.pulls_on_branch(group.branch))
         decision = decide(group, self.known)
         if decision.action is Action.SKIP:
             return _outcome(group, Outcome.SKIPPED, decision.reason, decision.pull)
         if decision.action is Action.UNCHANGED:
             return _outcome(group, Outcome.UNCHANGED, decision.reason, decision.pull)
-        if decision.action is Action.OPEN and self.open_count >= self.settings.max_open_prs:
+        above_cap = decision.action is Action.OPEN and self.open_count >= self.settings.max_open_prs
+        if above_cap and group.id in self.settings.ticks.open_now:
+            self.log(f'{group.id}: "open this PR now" is ticked on the dashboard; going above the cap')
+        elif above_cap:
             reason = f"{self.open_count} open bot PRs (cap {self.settings.max_open_prs}); a later run opens it"
             return _outcome(group, Outcome.WAITING, reason)
         remote_sha = self.git.remote_sha(group.branch)
@@ -153,6 +160,7 @@ class Publisher:
         self.log(f"pushed {group.branch} ({commit[:10]})")
         if opening:
             pull, reconciled = self.pulls.create(title, text, group.branch, self.plan.base)
+            self.known = KnownPulls.merge(list(self.known.by_number.values()), [pull])
             self.open_count += 1
             if reconciled and pull.fingerprint != group.fingerprint:
                 self.pulls.update(pull, title, text)

@@ -17,7 +17,7 @@ import requests
 from github.Repository import Repository
 
 from bot.git import BOT_BRANCH_PREFIX
-from bot.github_api import GitHubUnavailable, error_message, is_maybe_applied, unavailable_reason
+from bot.github_api import create_once, is_maybe_applied
 
 FINGERPRINT_MARKER = "codemod-fingerprint"
 _FINGERPRINT = re.compile(rf"<!--\s*{FINGERPRINT_MARKER}:\s*(\S+)")
@@ -39,6 +39,7 @@ class KnownPull:
     head_ref: str | None  # None when only seen through search
     author: str
     fingerprint: str | None
+    title: str = ""
     handle: Any = field(default=None, compare=False, repr=False)  # the PyGithub object, for writes
 
     @property
@@ -84,6 +85,7 @@ class PullRequests:
                         None,
                         issue.user.login,
                         fingerprint,
+                        issue.title,
                     )
                 )
         return found
@@ -107,29 +109,16 @@ class PullRequests:
         attempt; a 422 "already exists" is resolved the same way.
         """
         self._refuse_in_dry_run()
-        last: BaseException | None = None
-        for _ in range(2):
-            try:
-                pull = self.repo.create_pull(title=title, body=body, head=f"{self.head_owner}:{branch}", base=base)
-                return _from_pull(pull), False
-            except github.GithubException as error:
-                if error.status == 422 and "already exists" in str(error.data):
-                    existing = self.open_pull_on_branch(branch, base)
-                    if existing is not None:
-                        return existing, True
-                    raise
-                if not is_maybe_applied(error):
-                    raise
-                last = error
-            except requests.RequestException as error:  # the answer was lost, maybe after the work was done
-                if not is_maybe_applied(error):
-                    raise
-                last = error
-            existing = self.open_pull_on_branch(branch, base)
-            if existing is not None:
-                return existing, True
-        assert last is not None
-        raise GitHubUnavailable(unavailable_reason(last) or error_message(last))
+
+        def send() -> KnownPull:
+            return _from_pull(
+                self.repo.create_pull(title=title, body=body, head=f"{self.head_owner}:{branch}", base=base)
+            )
+
+        def already_exists(error: github.GithubException) -> bool:
+            return error.status == 422 and "already exists" in str(error.data)
+
+        return create_once(send, lambda: self.open_pull_on_branch(branch, base), already_exists)
 
     def update(self, pull: KnownPull, title: str, body: str) -> None:
         self._refuse_in_dry_run()
@@ -138,14 +127,7 @@ class PullRequests:
     def ensure_label(self, pull: KnownPull, name: str) -> None:
         """Add label `name` to the PR, creating it in the repository first if it is missing."""
         self._refuse_in_dry_run()
-        try:
-            self.repo.get_label(name)
-        except github.UnknownObjectException:
-            try:
-                self.repo.create_label(name, LABEL_COLOR, LABEL_DESCRIPTION)
-            except github.GithubException as error:
-                if error.status != 422:  # 422: someone created it meanwhile
-                    raise
+        ensure_repo_label(self.repo, name)
         if any(label.name.lower() == name.lower() for label in pull.handle.labels):
             return
         for attempt in range(2):
@@ -161,6 +143,18 @@ class PullRequests:
             raise RuntimeError("a GitHub write was attempted in a dry run")
 
 
+def ensure_repo_label(repo: Repository, name: str) -> None:
+    """Create label `name` in the repository unless it exists (the bot's PRs and its dashboard carry it)."""
+    try:
+        repo.get_label(name)
+    except github.UnknownObjectException:
+        try:
+            repo.create_label(name, LABEL_COLOR, LABEL_DESCRIPTION)
+        except github.GithubException as error:
+            if error.status != 422:  # 422: someone created it meanwhile
+                raise
+
+
 def _from_pull(pull: Any) -> KnownPull:
     return KnownPull(
         number=pull.number,
@@ -170,5 +164,6 @@ def _from_pull(pull: Any) -> KnownPull:
         head_ref=pull.head.ref,
         author=pull.user.login,
         fingerprint=parse_fingerprint(pull.body),
+        title=pull.title,
         handle=pull,
     )

@@ -1,4 +1,4 @@
-"""The bot's four doors: `run` (all in one process), and `plan` / `verify_group` / `publish` (one per CI job).
+"""The bot's doors: `run` (all in one process), and `plan` / `verify_one` / `census` / `publish` (one per CI job).
 
 All of them are stateless: the clone under `workdir` is only a cache, and GitHub is asked
 again for what exists before anything is written.
@@ -6,6 +6,7 @@ again for what exists before anything is written.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,14 +14,18 @@ from functools import cached_property
 from pathlib import Path
 
 from bot import body as bodies
+from bot.dashboard.issue import DashboardIssue, DashboardState
+from bot.dashboard.update import CensusSource, update_dashboard
 from bot.git import Git, GitError, GitIdentity
 from bot.github_api import ClientSettings, GitHubUnavailable, connect, unavailable_reason
-from bot.groups import FixGroup, find_groups
+from bot.groups import PACKAGE_DIR, FixGroup, find_groups
 from bot.plan import Plan
-from bot.publish import Publisher, PublishSettings
+from bot.publish import Publisher, PublishSettings, VerificationSource
 from bot.pulls import PullRequests
 from bot.summary import RunSummary
 from bot.verification import Verification, Verifier, real_verifier, verify_group
+from bot.verify.html_report import write_html
+from bot.verify.report import VerifyReport
 from codemods.rules import select_rules
 
 
@@ -44,6 +49,9 @@ class BotOptions:
     workdir: Path = Path(".codemod-bot")
     bodies_dir: Path | None = None  # dry runs default to <workdir>/bodies
     label: str = "performance"
+    dashboard: bool = True  # keep the dashboard issue (read its ticks, write its body)
+    census: CensusSource = field(default_factory=CensusSource)
+    run_url: str | None = None  # the workflow run, linked from the dashboard
     login: str | None = None  # the bot's GitHub login; None: the token's user
     identity: GitIdentity = field(default_factory=GitIdentity)
     client: ClientSettings = field(default_factory=ClientSettings)
@@ -64,15 +72,60 @@ class Session:
         login = options.login or gh.get_user().login
         return PullRequests(gh, repo, login, options.dry_run)
 
+    @cached_property
+    def dashboard(self) -> DashboardIssue | None:
+        if not self.options.dashboard:
+            return None
+        pulls = self.pulls
+        return DashboardIssue(pulls.repo, pulls.login, self.options.label, self.options.dry_run)
+
+    def read_dashboard(self) -> DashboardState:
+        """The dashboard's ticks, read before anything is decided (an empty state with --no-dashboard)."""
+        return self.dashboard.read() if self.dashboard is not None else DashboardState()
+
+    @property
+    def bodies_dir(self) -> Path | None:
+        options = self.options
+        return options.bodies_dir or (options.workdir / "bodies" if options.dry_run else None)
+
     def git(self, clone_url: str) -> Git:
         root = self.options.workdir.resolve() / "clones" / self.options.repo.replace("/", "__")
         return Git(root, clone_url, self.options.token)
 
-    def publisher(self, plan: Plan, git: Git) -> Publisher:
+    def publisher(self, plan: Plan, git: Git, board: DashboardState) -> Publisher:
         options = self.options
-        bodies_dir = options.bodies_dir or (options.workdir / "bodies" if options.dry_run else None)
-        settings = PublishSettings(options.max_open_prs, options.dry_run, options.label, options.identity, bodies_dir)
+        settings = PublishSettings(
+            options.max_open_prs, options.dry_run, options.label, options.identity, self.bodies_dir, board.ticks
+        )
         return Publisher(plan, git, self.pulls, settings, options.log)
+
+    def publish(self, plan: Plan, git: Git, board: DashboardState, verifications: VerificationSource) -> RunSummary:
+        """Publish the groups, then write the dashboard from what the run found and did."""
+        seen: list[Verification] = []
+
+        def recorded(group: FixGroup) -> Verification | None:
+            result = verifications(group)
+            if result is not None:
+                seen.append(result)
+            return result
+
+        publisher = self.publisher(plan, git, board)
+        summary = publisher.publish(recorded)
+        if self.dashboard is not None:
+            census = self.options.census
+            bodies_dir = self.bodies_dir
+            summary.dashboard = update_dashboard(
+                self.dashboard,
+                board,
+                plan,
+                summary,
+                list(publisher.known.by_number.values()),
+                census.targets(seen),
+                census.page_url,
+                self.options.run_url,
+                bodies_dir / "dashboard.md" if bodies_dir is not None else None,
+            )
+        return summary
 
 
 def make_plan(session: Session) -> tuple[Plan, Git]:
@@ -84,7 +137,9 @@ def make_plan(session: Session) -> tuple[Plan, Git]:
     base_sha = git.sync(base)
     rules = tuple(rule.code for rule in select_rules(options.select))
     grouping = find_groups(git.root, rules, options.only, options.workdir.resolve() / "cache", options.log)
-    plan = Plan(options.repo, git.clone_url, base, base_sha, grouping.groups, grouping.errors)
+    plan = Plan(
+        options.repo, git.clone_url, base, base_sha, grouping.groups, grouping.errors, report_only=grouping.report_only
+    )
     options.log(f"{len(plan.groups)} fix group(s) on {base_sha[:10]}")
     return plan, git
 
@@ -94,6 +149,7 @@ def run(options: BotOptions, verifier: Verifier | None = None) -> RunSummary:
     session = Session(options)
     try:
         plan, git = make_plan(session)
+        board = session.read_dashboard()
     except Exception as error:  # GitHub or git trouble ends the run with a summary; anything else propagates
         return _stopped(options, error)
     chosen = verifier or real_verifier()
@@ -104,14 +160,14 @@ def run(options: BotOptions, verifier: Verifier | None = None) -> RunSummary:
         result.save(options.workdir / "reports" / f"{group.id}.json")
         return result
 
-    return session.publisher(plan, git).publish(verification)
+    return session.publish(plan, git, board, verification)
 
 
 def plan(options: BotOptions, out: Path) -> Plan:
     """The CPU job: the plan file, with the ids worth verifying now."""
     session = Session(options)
     plan, git = make_plan(session)
-    plan.to_verify = session.publisher(plan, git).candidates()
+    plan.to_verify = session.publisher(plan, git, session.read_dashboard()).candidates()
     plan.save(out)
     return plan
 
@@ -122,12 +178,38 @@ def verify_one(
     """The GPU job: verify one group of a plan on the plan's commit."""
     plan = Plan.load(plan_file)
     group = plan.group(group_id)
-    git = Session(options).git(plan.clone_url)
-    git.sync(plan.base)
-    git.checkout(plan.base_sha)
+    git = _checkout(options, plan)
     result = _verify(options, git, plan, group, verifier or real_verifier())
     result.save(out)
     return result
+
+
+def census(
+    options: BotOptions, plan_file: Path, json_out: Path, html_out: Path, verifier: Verifier | None = None
+) -> VerifyReport:
+    """The census job: every fix of the selected rules on the plan's commit, verified at once; JSON and HTML page."""
+    plan = Plan.load(plan_file)
+    git = _checkout(options, plan)
+    report = (verifier or real_verifier())(
+        git.root / PACKAGE_DIR,
+        select=options.select,
+        device=options.device,
+        work_dir=options.workdir.resolve() / "census",
+        compile=options.compile,
+        progress=options.log,
+    )
+    data = report.to_json()
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    json_out.write_text(json.dumps(data, indent=2) + "\n")
+    write_html(data, html_out)
+    return report
+
+
+def _checkout(options: BotOptions, plan: Plan) -> Git:
+    git = Session(options).git(plan.clone_url)
+    git.sync(plan.base)
+    git.checkout(plan.base_sha)
+    return git
 
 
 def publish(options: BotOptions, plan_file: Path, reports: Path) -> RunSummary:
@@ -139,6 +221,7 @@ def publish(options: BotOptions, plan_file: Path, reports: Path) -> RunSummary:
         git.sync(plan.base)
         if not git.has_commit(plan.base_sha):
             git.checkout(plan.base_sha)
+        board = session.read_dashboard()
     except Exception as error:  # as in `run`
         return _stopped(options, error)
 
@@ -146,7 +229,7 @@ def publish(options: BotOptions, plan_file: Path, reports: Path) -> RunSummary:
         report = reports / f"{group.id}.json"
         return Verification.load(report) if report.is_file() else None
 
-    return session.publisher(plan, git).publish(verification)
+    return session.publish(plan, git, board, verification)
 
 
 def _verify(options: BotOptions, git: Git, plan: Plan, group: FixGroup, verifier: Verifier) -> Verification:

@@ -15,6 +15,7 @@ class Outcome(str, enum.Enum):
     UNCHANGED = "unchanged"  # its open PR already holds this fix
     SKIPPED = "skipped"  # etiquette: closed, merged, proposed elsewhere, a human's branch
     WAITING = "waiting"  # the open-PR cap is reached; a later run takes it
+    IGNORED = "ignored"  # a maintainer ticked "ignore" on the dashboard
     NOT_VERIFIED = "not-verified"  # the verifier's verdict was not `verified`
     FAILED = "failed"  # this group hit an error (push rejected, a GitHub error on its request)
     NOT_ATTEMPTED = "not-attempted"  # the run stopped before reaching it
@@ -41,6 +42,33 @@ class GroupOutcome:
 
 
 @dataclass
+class DashboardResult:
+    """What a run did with the dashboard issue."""
+
+    action: str  # created, edited, unchanged, closed, would-create, would-edit, off, not-updated, failed
+    number: int | None = None
+    url: str | None = None
+    chars: int = 0
+    reason: str = ""
+    body_file: str | None = None  # where the body was saved (dry runs, --bodies-dir)
+    body: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.action == "failed"
+
+    def to_json(self) -> dict[str, Any]:
+        return {key: value for key, value in self.__dict__.items() if key != "body"}
+
+    def text(self) -> str:
+        where = f" #{self.number}" if self.number else ""
+        size = f" ({self.chars:,} characters)" if self.chars else ""
+        reason = f": {self.reason}" if self.reason else ""
+        saved = f"; body in {self.body_file}" if self.body_file else ""
+        return f"dashboard: {self.action}{where}{size}{reason}{saved}"
+
+
+@dataclass
 class RunSummary:
     repo: str
     base: str | None = None
@@ -50,6 +78,7 @@ class RunSummary:
     engine_errors: list[str] = field(default_factory=list)
     stopped: str | None = None  # why the run ended early
     bodies_dir: str | None = None  # where the PR bodies were written
+    dashboard: DashboardResult | None = None  # None: --no-dashboard
 
     def counts(self) -> dict[str, int]:
         counts = {outcome.value: 0 for outcome in Outcome}
@@ -61,9 +90,10 @@ class RunSummary:
         return sum(g.verdict == "verified" for g in self.groups)
 
     def exit_code(self) -> int:
-        """0: every group was handled (whatever the verdict or etiquette said); 1: stopped early or a group failed."""
+        """0: every group was handled (whatever the verdict or etiquette said); 1: stopped early, a group or the
+        dashboard failed."""
         failed = any(g.outcome in (Outcome.FAILED, Outcome.NOT_ATTEMPTED) for g in self.groups)
-        return 1 if self.stopped or failed else 0
+        return 1 if self.stopped or failed or (self.dashboard is not None and self.dashboard.failed) else 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +106,7 @@ class RunSummary:
             "engine_errors": self.engine_errors,
             "stopped": self.stopped,
             "bodies_dir": self.bodies_dir,
+            "dashboard": self.dashboard.to_json() if self.dashboard else None,
             "exit_code": self.exit_code(),
         }
 
@@ -96,6 +127,8 @@ class RunSummary:
         lines += [f"engine error: {error}" for error in self.engine_errors]
         if self.bodies_dir:
             lines.append(f"PR bodies: {self.bodies_dir}")
+        if self.dashboard:
+            lines.append(self.dashboard.text())
         if self.stopped:
             lines.append(f"stopped early: {self.stopped}")
         return "\n".join(lines)

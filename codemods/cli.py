@@ -69,7 +69,8 @@ def run(
         raise UsageError("an empty string is not a path")
     options = RunOptions(
         paths=tuple(map(Path, paths)),
-        mode=Mode.DIFF if diff else Mode.CHECK if check else Mode.WRITE,
+        # SARIF carries each fix's replacement text, so a read-only SARIF run computes (and proves) the fixes.
+        mode=Mode.DIFF if diff or (check and output_format is OutputFormat.sarif) else Mode.CHECK if check else Mode.WRITE,
         unsafe_fixes=unsafe_fixes,
         select=_codes(select),
         ignore=_codes(ignore),
@@ -157,11 +158,9 @@ def rules() -> None:
 @app.command()
 def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. DIF004.")]) -> None:
     """Print a rule's full documentation."""
-    from codemods.rules import rule_class
+    from codemods.rule_docs import explain_text
 
-    rule = rule_class(code)
-    print(f"# {rule.code} {rule.name}\n\n{rule.summary}\n\nFix: {rule.fix_safety.value}\n")
-    print(rule.documentation())
+    print(explain_text(code), end="")
 
 
 class VerifyDevice(str, Enum):
@@ -190,6 +189,10 @@ def verify(
     json_file: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Write the JSON report here.")] = None,
     markdown_file: Annotated[
         Path | None, typer.Option("--markdown", metavar="FILE", help="Write the PR-body Markdown here.")
+    ] = None,
+    html_file: Annotated[
+        Path | None,
+        typer.Option("--html", metavar="FILE", help="Write the census as one self-contained, sortable HTML page."),
     ] = None,
     compile_: Annotated[
         bool, typer.Option("--compile", help="Also try torch.compile(fullgraph=True) checks (slow on CPU).")
@@ -229,6 +232,10 @@ def verify(
         json_file.write_text(json.dumps(report.to_json(), indent=2) + "\n")
     if markdown_file is not None:
         markdown_file.write_text(markdown)
+    if html_file is not None:
+        from bot.verify.html_report import write_html
+
+        write_html(report.to_json(), html_file)
     print(markdown)
     print(f"verify: {report.counts()} in {report.seconds:.0f} s", file=sys.stderr)
     raise typer.Exit(report.exit_code())

@@ -11,6 +11,7 @@ from typing import Any
 from codemods import __version__
 from codemods.engine import Mode, RunResult
 from codemods.findings import Finding, FixSafety
+from codemods.rule_docs import TOOL_URL
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -132,13 +133,24 @@ def _escape_property(value: str) -> str:
 
 
 def as_sarif(result: RunResult) -> str:
+    """SARIF 2.1.0 for code scanning. A run that wrote nothing (--check, --diff) reports every finding, and
+    each fix it proved comes with the replacement text (`fixes`); a run that wrote its fixes reports what remains.
+    """
+    from codemods.sarif_fixes import file_fixes
+
     rules = sorted(result.rules, key=lambda r: r.code)
     rule_index = {rule.code: position for position, rule in enumerate(rules)}
     results: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    for finding in result.remaining:
+    fixes: dict[int, dict[str, Any]] = {}
+    if result.mode is not Mode.WRITE:
+        for path, (before, after) in result.changes.items():
+            fixed = [f for f in result.findings if f.fixed and f.path == path]
+            fixes |= file_fixes(fixed, before, after, _uri(path))
+    for finding in result.remaining if result.mode is Mode.WRITE else result.findings:
         fingerprint = _fingerprint(finding)
         seen[fingerprint] = seen.get(fingerprint, 0) + 1
+        fix = fixes.get(id(finding))
         results.append(
             {
                 "ruleId": finding.code,
@@ -148,7 +160,7 @@ def as_sarif(result: RunResult) -> str:
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": display_path(finding.path).replace(os.sep, "/")},
+                            "artifactLocation": {"uri": _uri(finding.path)},
                             "region": {
                                 "startLine": finding.line,
                                 "startColumn": finding.column + 1,
@@ -160,6 +172,7 @@ def as_sarif(result: RunResult) -> str:
                 ],
                 "partialFingerprints": {"codemodFinding/v1": f"{fingerprint}:{seen[fingerprint]}"},
                 "properties": {"fixSafety": finding.fix_safety.value},
+                **({"fixes": [fix]} if fix else {}),
             }
         )
     document = {
@@ -171,7 +184,7 @@ def as_sarif(result: RunResult) -> str:
                     "driver": {
                         "name": "diffusers-codemod",
                         "version": __version__,
-                        "informationUri": "https://github.com/huggingface/diffusers",
+                        "informationUri": TOOL_URL,
                         "rules": [_sarif_rule(rule) for rule in rules],
                     }
                 },
@@ -197,13 +210,21 @@ def as_sarif(result: RunResult) -> str:
     return json.dumps(document, indent=2)
 
 
+def _uri(path: str) -> str:
+    return display_path(path).replace(os.sep, "/")
+
+
 def _sarif_rule(rule: Any) -> dict[str, Any]:
+    from codemods.rule_docs import docs_url, explain_text
+
+    help_text = explain_text(rule.code)  # what `codemod explain CODE` prints
     return {
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.summary},
-        "help": {"text": rule.documentation(), "markdown": rule.documentation()},
+        "help": {"text": help_text, "markdown": help_text},
+        "helpUri": docs_url(rule.code),
         "defaultConfiguration": {"level": "warning"},
         "properties": {"fixSafety": rule.fix_safety.value, "tags": ["performance"]},
     }

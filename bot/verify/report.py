@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from bot.verify.census_summary import number, parity_text
 from bot.verify.verdict import CENSUS_KINDS, VERDICTS
 
 _ICONS = {"verified": "✅", "no-gain": "➖", "regressed": "❌", "failed": "❌", "unverified": "❔"}
@@ -138,14 +139,10 @@ def _summary_line(counts: dict[str, int]) -> str:
     return " · ".join(parts) if parts else "Nothing to verify."
 
 
-def _number(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".")
-
-
 def _arrow(before: float | None, after: float | None) -> str:
     if before is None or after is None:
         return "–"
-    text = f"{_number(before)} → {_number(after)}"
+    text = f"{number(before)} → {number(after)}"
     return f"**{text}**" if after != before else text
 
 
@@ -163,7 +160,7 @@ def _measured_table(results: list[TargetResult], device: str) -> list[str]:
         cells += [_arrow(result.before.get(k), result.after.get(k)) for k in (*CENSUS_KINDS, "outputs")]
         if device == "cuda":
             cells += [_sync_ms(result), _big_syncs(result)]
-        cells += [_max_diff(result.parity), f"{_ICONS[result.verdict]} {result.verdict}"]
+        cells += [parity_text(result.parity), f"{_ICONS[result.verdict]} {result.verdict}"]
         rows.append("| " + " | ".join(cells) + " |")
     return rows
 
@@ -180,14 +177,6 @@ def _big_syncs(result: TargetResult) -> str:
     total_before = sum(e.get("duration_ms") or 0 for e in before)
     total_after = sum(e.get("duration_ms") or 0 for e in after)
     return f"{len(before)} → {len(after)}, {total_before:.1f} ms → {total_after:.1f} ms"
-
-
-def _max_diff(parity: dict[str, Any] | None) -> str:
-    if not parity or parity.get("max_abs_diff") is None:
-        return "–"
-    if parity.get("exact"):
-        return "0 (bit-identical)"
-    return f"{parity['max_abs_diff']:.2e}"
 
 
 def _parity_lines(results: list[TargetResult]) -> list[str]:

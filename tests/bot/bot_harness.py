@@ -114,7 +114,14 @@ def options_fixture(remote: GitHubDouble, tmp_path: Path) -> BotOptions:
         workdir=tmp_path / "work",
         client=FAST_CLIENT,
         log=lambda message: None,
+        # The PR tests assert exact request logs; the dashboard's own tests turn it on (`dashboard_options`).
+        dashboard=False,
     )
+
+
+@pytest.fixture(name="dashboard_options")
+def dashboard_options_fixture(options: BotOptions) -> BotOptions:
+    return replace(options, dashboard=True)
 
 
 def with_options(options: BotOptions, **changes: Any) -> BotOptions:

@@ -52,9 +52,10 @@ def test_only_the_publish_job_may_write_and_only_it_sees_the_bot_token() -> None
     jobs = workflow["jobs"]
 
     assert workflow["permissions"] == {}
-    assert jobs["plan"]["permissions"] == {"contents": "read", "pull-requests": "read"}
+    assert jobs["plan"]["permissions"] == {"contents": "read", "pull-requests": "read", "issues": "read"}
     assert jobs["verify"]["permissions"] == {"contents": "read"}
-    assert jobs["publish"]["permissions"] == {"contents": "write", "pull-requests": "write"}
+    assert jobs["census"]["permissions"] == {"contents": "read"}
+    assert jobs["publish"]["permissions"] == {"contents": "write", "pull-requests": "write", "issues": "write"}
     for name, job in jobs.items():
         uses_secret = "secrets.CODEMOD_BOT_TOKEN" in yaml.safe_dump(job)
         assert uses_secret == (name == "publish"), name
@@ -74,9 +75,9 @@ def test_every_bot_command_in_the_workflow_exists_with_those_options() -> None:
 
     used = [command for job in jobs.values() for command in _commands(job)]
 
-    assert [c.split()[2] for c in used] == ["plan", "verify-group", "publish"]
+    assert [c.split()[2] for c in used] == ["plan", "verify-group", "census", "publish"]
     for command in used:
-        words = shlex.split(re.sub(r"\$\{SELECT:\+([^}]*)\}", r"\1", command))
+        words = shlex.split(re.sub(r"\$\{[A-Z_]+:\+([^}]*)\}", r"\1", command))
         options = {w for w in words if w.startswith("--")} | ({"--dry-run"} if "$DRY_RUN" in command else set())
         known = {opt for param in bot.commands[words[2]].params for opt in param.opts}
         assert options <= known, (words[2], options - known)

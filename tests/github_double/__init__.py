@@ -7,7 +7,7 @@ manager around `GitHubDouble(bare_repo)`; push branches to its remote with `push
 from .double import GitHubDouble, github_double_fixture
 from .faults import Fault
 from .git_remote import GitRemote, create_bare_remote, push_branch, push_branches
-from .model import Account, Comment, Label, PullRequest
+from .model import Account, Comment, Issue, Label, PullRequest
 from .server import RecordedRequest
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "Fault",
     "GitHubDouble",
     "GitRemote",
+    "Issue",
     "Label",
     "PullRequest",
     "RecordedRequest",

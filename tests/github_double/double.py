@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -12,7 +12,8 @@ import pytest
 
 from .faults import Fault, FaultPlan
 from .git_remote import GitRemote, create_bare_remote
-from .model import Account, IdSource, PullRequest, RepositoryState
+from .issues import HostedIssues
+from .model import Account, IdSource, Issue, PullRequest, RepositoryState
 from .payloads import Renderer
 from .rate_limits import RateLimits
 from .repository import HostedRepository
@@ -21,7 +22,8 @@ from .server import ApiServer, HttpThread, RecordedRequest
 
 
 class GitHubDouble:
-    """A GitHub REST API on 127.0.0.1 hosting one repository whose git remote is `bare_repo`.
+    """A GitHub REST API on 127.0.0.1 hosting one repository (pull requests, issues, labels, comments)
+    whose git remote is `bare_repo`.
 
     Point PyGithub at it with `Github(base_url=double.api_url, auth=Auth.Token(double.token))`.
     The authenticated user is `login`; branches it pushes to `bare_repo` can be used as PR heads
@@ -49,9 +51,11 @@ class GitHubDouble:
         state = RepositoryState(Account(owner_login, ids.next(), "Organization"), name, default_branch, ids.next())
         self.bot = Account(login, ids.next())
         self._repo = HostedRepository(state, GitRemote(bare_repo), self.bot, ids)
+        self._issues = HostedIssues(self._repo)
         self._faults = FaultPlan()
         self._rate_limits = RateLimits()
-        routes = Routes(self._repo, Renderer(self.api_url, state, str(bare_repo)), self._rate_limits, self.api_url)
+        renderer = Renderer(self.api_url, state, str(bare_repo))
+        routes = Routes(self._repo, self._issues, renderer, self._rate_limits, self.api_url)
         self._api = ApiServer(routes, self._faults, self._rate_limits, token, self.bot)
 
     # Lifecycle
@@ -100,10 +104,36 @@ class GitHubDouble:
         base = base or self._repo.state.default_branch
         return self._repo.add_fork_pull(self._repo.account(author), title, body, head_ref, base).number
 
+    def issues(self, state: str = "all") -> list[Issue]:
+        """Issues proper (no pull requests), as copies, oldest first."""
+        with self._repo.lock:
+            found = [i for i in self._issues.listing(state=state, direction="asc") if isinstance(i, Issue)]
+            return copy.deepcopy(found)
+
+    def issue(self, number: int) -> Issue:
+        with self._repo.lock:
+            return copy.deepcopy(self._issues.issue(number))
+
+    def close_issue(self, number: int, reason: str = "completed") -> None:
+        """A maintainer closes it."""
+        self._issues.edit(number, self._repo.state.owner, state="closed", state_reason=reason)
+
+    def turn_off_issues(self) -> None:
+        """Settings -> Features -> Issues unticked, as on a fresh fork."""
+        with self._repo.lock:
+            self._repo.state.has_issues = False
+
+    def edit_issue_body(self, number: int, edit: Callable[[str], str]) -> None:
+        """A maintainer edits the body in the web editor (e.g. ticks a checkbox): `edit` maps old text to new."""
+        with self._repo.lock:
+            body = self._issues.issue(number).body or ""
+            self._issues.edit(number, self._repo.state.owner, body=edit(body))
+
     def reset(self) -> None:
-        """Forget pull requests, labels, faults, the request log and rate-limit counts."""
+        """Forget pull requests, issues, labels, faults, the request log and rate-limit counts."""
         with self._repo.lock:
             self._repo.state.pulls.clear()
+            self._repo.state.issues.clear()
             self._repo.state.labels.clear()
         self._faults.clear()
         self._rate_limits.reset()

@@ -1,4 +1,4 @@
-"""What the double remembers: accounts, labels, comments and pull requests of one repository."""
+"""What the double remembers: accounts, labels, comments, pull requests and issues of one repository."""
 
 from __future__ import annotations
 
@@ -84,6 +84,36 @@ class PullRequest:
         self.merge_commit_sha = self.head_sha
 
 
+@dataclass
+class Issue:
+    """An issue proper (not a pull request); it shares the number sequence with pull requests."""
+
+    number: int
+    id: int
+    title: str
+    body: str | None
+    author: Account
+    state: str = "open"
+    state_reason: str | None = None  # "completed" or "not_planned" once closed; "reopened" after
+    closed_by: Account | None = None
+    labels: list[Label] = field(default_factory=list)
+    comments: list[Comment] = field(default_factory=list)
+    created_at: datetime = field(default_factory=now)
+    updated_at: datetime = field(default_factory=now)
+    closed_at: datetime | None = None
+
+    def touch(self) -> None:
+        self.updated_at = now()
+
+    def close(self, by: Account, reason: str = "completed") -> None:
+        self.state, self.state_reason, self.closed_by, self.closed_at = "closed", reason, by, now()
+        self.touch()
+
+    def reopen(self) -> None:
+        self.state, self.state_reason, self.closed_by, self.closed_at = "open", "reopened", None, None
+        self.touch()
+
+
 class IdSource:
     """GitHub ids are unique across object kinds; one counter keeps the double honest about that."""
 
@@ -105,11 +135,13 @@ class RepositoryState:
     created_at: datetime = field(default_factory=now)
     pulls: dict[int, PullRequest] = field(default_factory=dict)
     labels: dict[str, Label] = field(default_factory=dict)  # keyed by lower-cased name, as GitHub matches them
+    issues: dict[int, Issue] = field(default_factory=dict)
+    has_issues: bool = True  # forks start with issues turned off
 
     @property
     def full_name(self) -> str:
         return f"{self.owner.login}/{self.name}"
 
     def next_number(self) -> int:
-        # Issues and pull requests share one sequence; the double hosts only pull requests.
-        return max(self.pulls, default=0) + 1
+        # Issues and pull requests share one sequence.
+        return max((*self.pulls, *self.issues), default=0) + 1

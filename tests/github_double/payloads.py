@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from .model import Account, Comment, Label, PullRequest, RepositoryState
+from .model import Account, Comment, Issue, Label, PullRequest, RepositoryState
 
 
 def timestamp(moment: datetime | None) -> str | None:
@@ -69,6 +69,7 @@ class Renderer:
             "default_branch": upstream.default_branch,
             "visibility": "public",
             "archived": False,
+            "has_issues": upstream.has_issues,
             "disabled": False,
             "created_at": timestamp(upstream.created_at),
             "updated_at": timestamp(upstream.created_at),
@@ -158,44 +159,51 @@ class Renderer:
             "maintainer_can_modify": pull.maintainer_can_modify,
         }
 
-    def issue(self, pull: PullRequest) -> dict[str, Any]:
-        """A pull request seen as an issue: `GET .../issues/{number}` and search results."""
-        issue_url = f"{self.repo_api}/issues/{pull.number}"
-        html_url = f"{self.repo_html}/pull/{pull.number}"
-        return {
+    def issue(self, item: PullRequest | Issue) -> dict[str, Any]:
+        """`GET .../issues/{number}`, and the items of issue listings and search: an issue, or a pull request
+        seen as one (then with a `pull_request` key, which is how clients tell them apart)."""
+        is_pull = isinstance(item, PullRequest)
+        issue_url = f"{self.repo_api}/issues/{item.number}"
+        html_url = f"{self.repo_html}/{'pull' if is_pull else 'issues'}/{item.number}"
+        payload = {
             "url": issue_url,
             "repository_url": self.repo_api,
             "labels_url": f"{issue_url}/labels{{/name}}",
             "comments_url": f"{issue_url}/comments",
             "events_url": f"{issue_url}/events",
             "html_url": html_url,
-            "id": pull.issue_id,
-            "node_id": f"PR_double{pull.id}",
-            "number": pull.number,
-            "title": pull.title,
-            "user": self.user(pull.author),
-            "labels": [self.label(label) for label in pull.labels],
-            "state": pull.state,
+            "id": item.issue_id if is_pull else item.id,
+            "node_id": f"PR_double{item.id}" if is_pull else f"I_double{item.id}",
+            "number": item.number,
+            "title": item.title,
+            "user": self.user(item.author),
+            "labels": [self.label(label) for label in item.labels],
+            "state": item.state,
+            "state_reason": None if is_pull else item.state_reason,
             "locked": False,
             "assignee": None,
             "assignees": [],
             "milestone": None,
-            "comments": len(pull.comments),
-            "created_at": timestamp(pull.created_at),
-            "updated_at": timestamp(pull.updated_at),
-            "closed_at": timestamp(pull.closed_at),
-            "author_association": self._association(pull.author),
+            "comments": len(item.comments),
+            "created_at": timestamp(item.created_at),
+            "updated_at": timestamp(item.updated_at),
+            "closed_at": timestamp(item.closed_at),
+            "author_association": self._association(item.author),
             "active_lock_reason": None,
-            "draft": pull.draft,
-            "pull_request": {
-                "url": f"{self.repo_api}/pulls/{pull.number}",
+            "body": item.body,
+        }
+        if is_pull:
+            payload["draft"] = item.draft
+            payload["pull_request"] = {
+                "url": f"{self.repo_api}/pulls/{item.number}",
                 "html_url": html_url,
                 "diff_url": f"{html_url}.diff",
                 "patch_url": f"{html_url}.patch",
-                "merged_at": timestamp(pull.merged_at),
-            },
-            "body": pull.body,
-        }
+                "merged_at": timestamp(item.merged_at),
+            }
+        else:
+            payload["closed_by"] = self.user(item.closed_by) if item.closed_by else None
+        return payload
 
     def _part(self, owner: Account, ref: str, sha: str) -> dict[str, Any]:
         return {

@@ -1,5 +1,7 @@
 """The rules GitHub enforces on pull requests, labels and comments, over a `RepositoryState`.
 
+Issues proper are in `issues.py`; labels and comments here serve both.
+
 Every public method takes the lock: the HTTP server is threaded and tests call the state
 helpers from their own thread while PyGithub is talking to the server.
 """
@@ -12,7 +14,7 @@ from collections.abc import Iterable
 
 from .errors import ApiError, custom_error, error_body, field_error, not_found, validation_failed
 from .git_remote import GitRemote
-from .model import Account, Comment, IdSource, Label, PullRequest, RepositoryState, now
+from .model import Account, Comment, IdSource, Issue, Label, PullRequest, RepositoryState, now
 
 CREATE_PULL_DOCS = "https://docs.github.com/rest/pulls/pulls#create-a-pull-request"
 UPDATE_PULL_DOCS = "https://docs.github.com/rest/pulls/pulls#update-a-pull-request"
@@ -183,6 +185,13 @@ class HostedRepository:
             for pull in open_hosted:
                 pull.head_sha = heads.get(pull.head_ref, pull.head_sha)
 
+    def item(self, number: int) -> PullRequest | Issue:
+        """A pull request or an issue: labels and comments work on both, as on GitHub."""
+        with self.lock:
+            if number in self.state.issues:
+                return self.state.issues[number]
+            return self.pull(number)
+
     # Labels
 
     def label(self, name: str) -> Label:
@@ -210,42 +219,42 @@ class HostedRepository:
 
     def add_labels(self, number: int, names: list[str]) -> list[Label]:
         with self.lock:
-            pull = self.pull(number)
+            item = self.item(number)
             for name in names:
                 label = self.state.labels.get(name.lower()) or self.create_label(name, None, None)
-                if label not in pull.labels:
-                    pull.labels.append(label)
-            pull.touch()
-            return list(pull.labels)
+                if label not in item.labels:
+                    item.labels.append(label)
+            item.touch()
+            return list(item.labels)
 
     def set_labels(self, number: int, names: list[str]) -> list[Label]:
         with self.lock:
-            self.pull(number).labels = []
+            self.item(number).labels = []
             return self.add_labels(number, names)
 
     def remove_label(self, number: int, name: str) -> list[Label]:
         with self.lock:
-            pull = self.pull(number)
-            kept = [label for label in pull.labels if label.name.lower() != name.lower()]
-            if len(kept) == len(pull.labels):
+            item = self.item(number)
+            kept = [label for label in item.labels if label.name.lower() != name.lower()]
+            if len(kept) == len(item.labels):
                 raise ApiError(404, error_body(404, "Label does not exist", LABELS_DOCS))
-            pull.labels = kept
-            pull.touch()
+            item.labels = kept
+            item.touch()
             return list(kept)
 
     # Comments
 
     def add_comment(self, number: int, author: Account, body: str | None) -> Comment:
         with self.lock:
-            pull = self.pull(number)
+            item = self.item(number)
             if not body:
                 raise validation_failed(
                     "https://docs.github.com/rest/issues/comments#create-an-issue-comment",
                     field_error("IssueComment", "body", "missing_field"),
                 )
             comment = Comment(self.ids.next(), number, author, body)
-            pull.comments.append(comment)
-            pull.touch()
+            item.comments.append(comment)
+            item.touch()
             return comment
 
     # Internals

@@ -10,11 +10,12 @@ from typing import Any
 from urllib.parse import unquote, urlencode
 
 from .errors import not_found, problems_parsing_json
+from .issues import HostedIssues
 from .model import Account
 from .payloads import Renderer
 from .rate_limits import RateLimits
 from .repository import HostedRepository
-from .search import search_pulls
+from .search import search_issues
 
 DEFAULT_PER_PAGE, MAX_PER_PAGE = 30, 100
 
@@ -52,8 +53,16 @@ _ISSUE = _REPO + r"/issues/(?P<number>\d+)"
 
 
 class Routes:
-    def __init__(self, repository: HostedRepository, renderer: Renderer, rate_limits: RateLimits, api_url: str) -> None:
+    def __init__(
+        self,
+        repository: HostedRepository,
+        issues: HostedIssues,
+        renderer: Renderer,
+        rate_limits: RateLimits,
+        api_url: str,
+    ) -> None:
         self.repository = repository
+        self.issues = issues
         self.render = renderer
         self.rate_limits = rate_limits
         self.api_url = api_url
@@ -66,7 +75,10 @@ class Routes:
             ("POST", _REPO + r"/pulls", self.create_pull),
             ("GET", _REPO + r"/pulls/(?P<number>\d+)", self.get_pull),
             ("PATCH", _REPO + r"/pulls/(?P<number>\d+)", self.update_pull),
+            ("GET", _REPO + r"/issues", self.list_issues),
+            ("POST", _REPO + r"/issues", self.create_issue),
             ("GET", _ISSUE, self.get_issue),
+            ("PATCH", _ISSUE, self.update_issue),
             ("GET", _ISSUE + r"/labels", self.list_issue_labels),
             ("POST", _ISSUE + r"/labels", self.add_issue_labels),
             ("PUT", _ISSUE + r"/labels", self.set_issue_labels),
@@ -150,8 +162,39 @@ class Routes:
         )
         return ApiResponse(200, self.render.pull(pull))
 
+    # Issues (pull requests are issues too)
+
+    def list_issues(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
+        items = self.issues.listing(
+            state=request.param("state") or "open",
+            creator=request.param("creator"),
+            labels=request.param("labels"),
+            sort=request.param("sort") or "created",
+            direction=request.param("direction") or "desc",
+        )
+        return self._page(request, [self.render.issue(item) for item in items])
+
+    def create_issue(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
+        body = request.json_object()
+        issue = self.issues.create(request.user, body.get("title"), body.get("body"), self._label_names(body))
+        payload = self.render.issue(issue)
+        return ApiResponse(201, payload, {"Location": payload["url"]})
+
     def get_issue(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
-        return ApiResponse(200, self.render.issue(self.repository.pull(int(params["number"]))))
+        return ApiResponse(200, self.render.issue(self.repository.item(int(params["number"]))))
+
+    def update_issue(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
+        body = request.json_object()
+        item = self.issues.edit(
+            int(params["number"]),
+            request.user,
+            title=body.get("title"),
+            body=body.get("body"),
+            state=body.get("state"),
+            state_reason=body.get("state_reason"),
+            labels=self._label_names(body) if "labels" in body else None,
+        )
+        return ApiResponse(200, self.render.issue(item))
 
     # Labels
 
@@ -168,7 +211,7 @@ class Routes:
         return ApiResponse(201, payload, {"Location": payload["url"]})
 
     def list_issue_labels(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
-        labels = self.repository.pull(int(params["number"])).labels
+        labels = self.repository.item(int(params["number"])).labels
         return self._page(request, [self.render.label(label) for label in labels])
 
     def add_issue_labels(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
@@ -186,7 +229,7 @@ class Routes:
     # Comments
 
     def list_comments(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
-        comments = self.repository.pull(int(params["number"])).comments
+        comments = self.repository.item(int(params["number"])).comments
         return self._page(request, [self.render.comment(comment) for comment in comments])
 
     def create_comment(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
@@ -198,14 +241,14 @@ class Routes:
 
     def search_issues(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
         state = self.repository.state
-        found = search_pulls(
-            list(state.pulls.values()),
+        found = search_issues(
+            [*state.pulls.values(), *state.issues.values()],
             state.full_name,
             request.param("q"),
             request.param("sort"),
             request.param("order"),
         )
-        items = [{**self.render.issue(pull), "score": 1.0} for pull in found]
+        items = [{**self.render.issue(item), "score": 1.0} for item in found]
         page = self._page(request, items)
         page.body = {"total_count": len(items), "incomplete_results": False, "items": page.body}
         return page

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import field_error, validation_failed
-from .model import PullRequest
+from .model import Issue, PullRequest
 
 SEARCH_DOCS = "https://docs.github.com/rest/search/search#search-issues-and-pull-requests"
 _TOKEN = re.compile(r'(?P<key>[a-z-]+):(?:"(?P<quoted_value>[^"]*)"|(?P<value>\S+))|"(?P<phrase>[^"]*)"|(?P<word>\S+)')
@@ -53,44 +53,47 @@ class IssueQuery:
                 query.terms.append(term)
         return query
 
-    def matches(self, pull: PullRequest, repo_full_name: str) -> bool:
-        return all(self._qualifier_holds(key, value, pull, repo_full_name) for key, value in self.qualifiers) and all(
-            any(_contains_run(words(text), term) for text in self._texts(pull)) for term in self.terms
+    def matches(self, item: PullRequest | Issue, repo_full_name: str) -> bool:
+        return all(self._qualifier_holds(key, value, item, repo_full_name) for key, value in self.qualifiers) and all(
+            any(_contains_run(words(text), term) for text in self._texts(item)) for term in self.terms
         )
 
-    def _texts(self, pull: PullRequest) -> list[str]:
+    def _texts(self, pull: PullRequest | Issue) -> list[str]:
         texts = {"title": [pull.title], "body": [pull.body or ""], "comments": [c.body for c in pull.comments]}
         return [text for name in self.fields for text in texts[name]]
 
     @staticmethod
-    def _qualifier_holds(key: str, value: str, pull: PullRequest, repo_full_name: str) -> bool:
+    def _qualifier_holds(key: str, value: str, item: PullRequest | Issue, repo_full_name: str) -> bool:
         value = value.lower()
+        is_pull = isinstance(item, PullRequest)
         if key == "repo":
             return value == repo_full_name.lower()
         if key in ("is", "type", "state"):
-            # The double hosts only pull requests, so `is:issue` matches nothing.
+            merged = is_pull and item.merged
             return {
-                "pr": True,
-                "issue": False,
-                "open": pull.state == "open",
-                "closed": pull.state == "closed",
-                "merged": pull.merged,
-                "unmerged": pull.state == "closed" and not pull.merged,
+                "pr": is_pull,
+                "issue": not is_pull,
+                "open": item.state == "open",
+                "closed": item.state == "closed",
+                "merged": merged,
+                "unmerged": is_pull and item.state == "closed" and not merged,
             }.get(value, False)
         if key == "author":
-            return pull.author.login.lower() == value
+            return item.author.login.lower() == value
         if key == "label":
-            return any(label.name.lower() == value for label in pull.labels)
+            return any(label.name.lower() == value for label in item.labels)
+        if not is_pull:  # head: and base: name branches, which issues do not have
+            return False
         if key == "head":
-            return pull.head_ref.lower() == value
-        return pull.base_ref.lower() == value  # base
+            return item.head_ref.lower() == value
+        return item.base_ref.lower() == value  # base
 
 
-def search_pulls(
-    pulls: list[PullRequest], repo_full_name: str, q: str | None, sort: str | None, order: str | None
-) -> list[PullRequest]:
+def search_issues(
+    items: list[PullRequest | Issue], repo_full_name: str, q: str | None, sort: str | None, order: str | None
+) -> list[PullRequest | Issue]:
     query = IssueQuery.parse(q)
-    found = [pull for pull in pulls if query.matches(pull, repo_full_name)]
+    found = [item for item in items if query.matches(item, repo_full_name)]
     sort_keys = {
         # "Best match" ranking is GitHub's secret; newest first is a stable stand-in.
         None: lambda p: (p.created_at, p.number),

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_html_report import parse
 
+from bot.verify.census_summary import measured
 from codemods.project import installed_diffusers
 
 NUCLEUS = "models/transformers/transformer_nucleusmoe_image.py"
@@ -19,7 +21,14 @@ NUCLEUS = "models/transformers/transformer_nucleusmoe_image.py"
 def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, dict, str]:
     out = tmp_path_factory.mktemp("cli-verify")
     command = [sys.executable, "-m", "codemods", "verify", str(installed_diffusers()), "--select", "DIF001"]
-    command += ["--json", str(out / "report.json"), "--markdown", str(out / "report.md")]
+    command += [
+        "--json",
+        str(out / "report.json"),
+        "--markdown",
+        str(out / "report.md"),
+        "--html",
+        str(out / "census.html"),
+    ]
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
     completed = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=out, env=environment)
     assert completed.returncode == 0, completed.stderr[-3000:]
@@ -71,3 +80,16 @@ def test_a_directory_that_is_not_a_package_is_a_usage_error(tmp_path: Path) -> N
     )
     assert completed.returncode == 2
     assert "not a package directory" in completed.stderr
+
+
+def test_the_html_page_shows_each_measured_target_as_the_json_report_does(verified) -> None:
+    completed, report, _ = verified
+    page = parse(Path(completed.args[completed.args.index("--html") + 1]).read_text())
+    by_name = {t["target"]: t for t in report["targets"] if measured(t)}
+    assert set(page.rows) == set(by_name) and by_name
+    for name, cells in page.rows.items():
+        h2d = cells[4]
+        assert (float(h2d["data-value"]), float(h2d["data-after"])) == (
+            by_name[name]["before"]["h2d"],
+            by_name[name]["after"]["h2d"],
+        )

@@ -1,0 +1,5 @@
+"""The dashboard issue: one per target repository, where the bot lists everything it knows.
+
+`ticks` (the checkboxes and what a maintainer ticked), `issue` (finding, creating and editing it
+on GitHub), `render` and `layout` (the body, under GitHub's size limit), `update` (its part in a run).
+"""
