@@ -41,6 +41,8 @@ class BotOptions:
     only: tuple[str, ...] = ()  # paths inside src/diffusers to limit the engine to
     device: str = "emu"
     compile: bool = False
+    python: Path | None = None  # runs the trees; None: the checkout's own environment, built once
+    torch_index: str | None = None  # where that environment gets torch (a CPU or CUDA wheel index)
     workdir: Path = Path(".codemod-bot")
     bodies_dir: Path | None = None  # dry runs default to <workdir>/bodies
     label: str = "performance"
@@ -96,7 +98,7 @@ def run(options: BotOptions, verifier: Verifier | None = None) -> RunSummary:
         plan, git = make_plan(session)
     except Exception as error:  # GitHub or git trouble ends the run with a summary; anything else propagates
         return _stopped(options, error)
-    chosen = verifier or real_verifier()
+    chosen = verifier or real_verifier(options.python, options.torch_index, options.log)
 
     def verification(group: FixGroup) -> Verification:
         options.log(f"verifying {group.id} on {options.device}")
@@ -125,7 +127,8 @@ def verify_one(
     git = Session(options).git(plan.clone_url)
     git.sync(plan.base)
     git.checkout(plan.base_sha)
-    result = _verify(options, git, plan, group, verifier or real_verifier())
+    chosen = verifier or real_verifier(options.python, options.torch_index, options.log)
+    result = _verify(options, git, plan, group, chosen)
     result.save(out)
     return result
 
