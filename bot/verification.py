@@ -134,7 +134,9 @@ def verify_group(
     elif broken:
         first = broken[0]
         verdict = "failed"
-        reason = f"diffusers' own test {first['test']} passes before the change and fails after: {_clip(first['message'])}"
+        reason = (
+            f"diffusers' own test {first['test']} passes before the change and fails after: {_clip(first['message'])}"
+        )
         reason += f" (+{len(broken) - 1} more)" if len(broken) > 1 else ""
     else:
         reason = _reason(verdict, targets)

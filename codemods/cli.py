@@ -220,7 +220,10 @@ def verify(
 
     if not (src / "__init__.py").is_file():
         raise UsageError(f"{src}: not a package directory (expected …/diffusers with an __init__.py)")
-    say = lambda message: print(f"verify: {message}", file=sys.stderr, flush=True)  # noqa: E731
+
+    def say(message: str) -> None:
+        print(f"verify: {message}", file=sys.stderr, flush=True)
+
     try:
         interpreter = interpreter_for(src, python, TorchSource(index_url=torch_index), say)
     except EnvironmentFailed as error:

@@ -84,6 +84,7 @@ def verify(
         tolerance=tolerance,
         compile=compile,
         own_tests=tests,
+        interpreter=str(python or sys.executable),
     )
 
 
@@ -96,7 +97,9 @@ def _own_tests(
     modules = CheckoutTests(tests_dir).covering(src, changes.changed_files)
     say(f"running diffusers' own tests on both trees: {len(modules)} module(s), at most {budget_s:.0f} s")
     trees = {"original": changes.original, "rewritten": changes.rewritten}
-    result = run_own_tests(Path(python or sys.executable), tests_dir.parent, trees, modules, root / "own-tests", budget_s)
+    result = run_own_tests(
+        Path(python or sys.executable), tests_dir.parent, trees, modules, root / "own-tests", budget_s
+    )
     say(result.line())
     return result
 

@@ -3,7 +3,7 @@
 For each changed file, in this order of trust:
 1. layout: `src/diffusers/<dir>/<name>.py` -> `tests/<dir>/test_*<name>.py` (diffusers names its tests
    after the module: `scheduling_ddim` -> `test_scheduler_ddim`, `transformer_flux` ->
-   `test_models_transformer_flux`);
+   `test_models_transformer_flux`, `pipeline_stable_diffusion` -> `test_stable_diffusion`);
 2. configuration: a test class whose `pipeline_class`/`model_class` is a class the file defines
    (the tests *of* that class, wherever they live);
 3. import: a test module that imports a class the file defines, the most specific first (fewest
@@ -26,7 +26,7 @@ SKIPPED_AREAS = frozenset({"remote", "single_file", "quantization"})
 CONFIGURED_PER_FILE = 2
 IMPORTING_PER_FILE = 1
 
-_PREFIXES = re.compile(r"^(?:test_)?(?:models_|scheduler_|scheduling_)?")
+_PREFIXES = re.compile(r"^(?:test_)?(?:models_|scheduler_|scheduling_|pipeline_)?")
 _CLASS = re.compile(r"^class (\w+)\b", re.MULTILINE)
 
 

@@ -6,7 +6,7 @@ of a verification run in an environment made from the checkout's own metadata:
 
 1. a venv made with the Python running this code;
 2. `torch==VERSION` first, from the index the user names (CPU or a CUDA build);
-3. the checkout's runtime requirements and its `test` extra (read by pip from its
+3. the checkout's runtime requirements and its `torch` and `test` extras (read by pip from its
    setup.py/pyproject.toml), with a constraints file pinning torch, so no requirement can
    swap the build; torch-build-bound ones (torchvision) only when torch's own index has a
    build matching the pin, else they are left out (with a note);
@@ -46,7 +46,7 @@ from bot.verify.requirements import (
     read_requirements,
 )
 
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 """Part of the cache key: a change to how environments are built makes new ones."""
 
 DEFAULT_TORCH = "2.13.0"
@@ -137,7 +137,7 @@ def _build(
         wanted.check_torch(torch.version)
     except RequirementFailed as error:
         raise EnvironmentFailed(f"cannot build the environment of {checkout}: {error}") from None
-    say(f"environment: installing {len(wanted.others)} requirement(s) of the checkout and its test extra")
+    say(f"environment: installing {len(wanted.others)} requirement(s) of the checkout and its extras")
     _pip(python, ["-c", str(constraints), *(str(r) for r in wanted.others)], wanted.others, checkout)
     return _bound(python, constraints, wanted, torch, say)
 
@@ -173,7 +173,7 @@ def _index(torch: TorchSource) -> list[str]:
 
 def _pip(python: Path, arguments: list[str], requirements: list, checkout: Path | None = None) -> None:
     command = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *arguments]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode == 0:
         return
     output = done.stdout + done.stderr
@@ -184,7 +184,7 @@ def _pip(python: Path, arguments: list[str], requirements: list, checkout: Path 
 
 
 def _run(command: list[str], what: str) -> str:
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise EnvironmentFailed(f"cannot build the environment: {what}: {last_error(done.stdout + done.stderr)}")
     return done.stdout
@@ -205,7 +205,7 @@ def check_interpreter(python: Path) -> Path:
     if not python.is_file() or not os.access(python, os.X_OK):
         raise EnvironmentFailed(f"--python {python}: no such interpreter")
     probe = "import sys, torch; print(sys.version_info[0], sys.version_info[1], torch.__version__)"
-    done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True)
+    done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise EnvironmentFailed(f"--python {python}: cannot import torch there: {last_error(done.stderr)}")
     major, minor, _ = done.stdout.split()

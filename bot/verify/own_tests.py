@@ -51,7 +51,7 @@ class OwnTests:
     broken: list[dict[str, str]] = field(default_factory=list)  # passed before, fail after: test, message
     failing_before: list[dict[str, str]] = field(default_factory=list)  # fail on the original: test, after, message
     changed: list[dict[str, str]] = field(default_factory=list)  # any other outcome that differs: test, before, after
-    not_run: int = 0  # finished on one tree only: the budget ran out first
+    not_run: int = 0  # collected but not finished on both trees: the budget ran out first
     seconds: float = 0.0
     budget_s: float = DEFAULT_BUDGET_S
     imported: dict[str, str | None] = field(default_factory=dict)  # tree -> the diffusers its tests imported
@@ -109,9 +109,11 @@ def run_own_tests(
     shutil.copyfile(own_tests_plugin.__file__, plugin_dir / f"{_PLUGIN}.py")
     runs = {side: _start(python, checkout, trees[side], modules, work_dir / side, plugin_dir) for side in SIDES}
     outcomes: dict[str, dict[str, dict[str, str]]] = {}
+    collected: set[str] = set()
     for side, (process, out_file, log_file) in runs.items():
         stopped = _wait(process, started + budget_s)
-        outcomes[side], result.imported[side] = _read(out_file)
+        outcomes[side], result.imported[side], side_collected = _read(out_file)
+        collected |= side_collected
         if not outcomes[side] and not stopped and process.returncode not in (0, 1):
             result.error = f"pytest exited with {process.returncode} on the {side} tree: {_tail(log_file)}"
     result.seconds = round(time.monotonic() - started, 1)
@@ -122,6 +124,8 @@ def run_own_tests(
             result.error = f"the {side} tree's tests imported diffusers from {imported}, not from the tree"
     if result.error is None:
         _compare(result, outcomes["original"], outcomes["rewritten"])
+        finished = set(outcomes["original"]) & set(outcomes["rewritten"])
+        result.not_run = len((collected | set(outcomes["original"]) | set(outcomes["rewritten"])) - finished)
     return result
 
 
@@ -159,20 +163,22 @@ def _wait(process: subprocess.Popen, deadline: float) -> bool:
         return True
 
 
-def _read(out_file: Path) -> tuple[dict[str, dict[str, str]], str | None]:
-    outcomes, imported = {}, None
+def _read(out_file: Path) -> tuple[dict[str, dict[str, str]], str | None, set[str]]:
+    """The plugin's record: outcome per test, the diffusers imported, the tests collected."""
+    outcomes, imported, collected = {}, None, set()
     if out_file.is_file():
         for line in out_file.read_text("utf-8").splitlines():
             record = json.loads(line)
             if "diffusers" in record:
                 imported = record["diffusers"]
+            elif "collected" in record:
+                collected.update(record["collected"])
             else:
                 outcomes[record["nodeid"]] = {"outcome": record["outcome"], "message": record["message"]}
-    return outcomes, imported
+    return outcomes, imported, collected
 
 
 def _compare(result: OwnTests, before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]) -> None:
-    result.not_run = len(set(before) ^ set(after))
     for test in sorted(set(before) & set(after)):
         was, now = before[test]["outcome"], after[test]["outcome"]
         if was in ("failed", "error"):

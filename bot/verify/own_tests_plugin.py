@@ -3,7 +3,8 @@
 Stdlib only, and imported by its own name from a folder that holds nothing else: it runs in
 the checkout's environment, where this project is not installed. One JSON line per test
 (`nodeid`, `outcome`, `message`) in `$CODEMOD_OWN_TESTS_OUT`, so a run stopped at its time
-budget still tells what it finished; the first line records which diffusers the tests imported.
+budget still tells what it finished; other lines record the tests collected and which diffusers
+the tests imported.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ def _record_diffusers() -> None:
     if module is not None and not _diffusers_recorded:
         _diffusers_recorded = True
         _write({"diffusers": getattr(module, "__file__", None)})
+
+
+def pytest_collection_finish(session: Any) -> None:
+    _write({"collected": [item.nodeid for item in session.items]})
 
 
 def pytest_collectreport(report: Any) -> None:

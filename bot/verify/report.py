@@ -69,6 +69,7 @@ class VerifyReport:
     tolerance: float = 1e-4
     compile: bool = False
     own_tests: OwnTests | None = None  # the checkout's own tests of the changed files, on both trees
+    interpreter: str = ""  # the Python that ran both trees (the checkout's environment, or --python)
 
     def exit_code(self) -> int:
         """0 only if nothing regressed or failed (unverified and no-gain changes do not fail a run)."""
@@ -85,6 +86,7 @@ class VerifyReport:
             "device": self.device,
             "select": self.select,
             "versions": self.versions,
+            "interpreter": self.interpreter,
             "tolerance": self.tolerance,
             "compile": self.compile,
             "changed_files": self.changed_files,

@@ -19,7 +19,8 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-TEST_EXTRA = "test"
+# diffusers' CI installs `.[torch,test]`: `torch` brings accelerate (its model tests import it), `test` the rest.
+EXTRAS = ("torch", "test")
 
 # Their wheels are built against one torch build (CPU or one CUDA version): from any index but
 # torch's own they bring the wrong build, or fail to load beside the pinned one.
@@ -40,7 +41,7 @@ class RequirementFailed(Exception):
 class CheckoutRequirements:
     torch: list[Requirement]  # what the checkout asks of torch; the pin must satisfy each
     bound: list[Requirement]  # torch-build-bound ones (torchvision): only from torch's own index
-    others: list[Requirement]  # everything else: runtime requirements and the test extra
+    others: list[Requirement]  # everything else: runtime requirements and the extras
 
     def check_torch(self, version: str) -> None:
         for requirement in self.torch:
@@ -57,18 +58,18 @@ def _has_project_table(root: Path) -> bool:
     return pyproject.is_file() and re.search(r"^\[project\]", pyproject.read_text("utf-8"), re.MULTILINE) is not None
 
 
-def read_requirements(python: Path, checkout: Path, extra: str = TEST_EXTRA) -> CheckoutRequirements:
-    """The checkout's runtime requirements and its `extra`, split for the environment's build order."""
+def read_requirements(python: Path, checkout: Path, extras: tuple[str, ...] = EXTRAS) -> CheckoutRequirements:
+    """The checkout's runtime requirements and its `extras`, split for the environment's build order."""
     with tempfile.TemporaryDirectory(prefix="codemod-metadata-") as scratch:
         copy = _metadata_copy(checkout, Path(scratch) / "checkout")
         report = Path(scratch) / "report.json"
         command = [str(python), "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed"]
         command += ["--quiet", "--report", str(report), str(copy)]
-        done = subprocess.run(command, capture_output=True, text=True)
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RequirementFailed(f"the checkout's own metadata: {last_error(done.stdout + done.stderr)}")
         metadata = json.loads(report.read_text())["install"][0]["metadata"]
-    return split_requirements(metadata.get("requires_dist", []), extra)
+    return split_requirements(metadata.get("requires_dist", []), extras)
 
 
 def _metadata_copy(checkout: Path, copy: Path) -> Path:
@@ -82,14 +83,15 @@ def _metadata_copy(checkout: Path, copy: Path) -> Path:
     return copy
 
 
-def split_requirements(requires_dist: list[str], extra: str = TEST_EXTRA) -> CheckoutRequirements:
+def split_requirements(requires_dist: list[str], extras: tuple[str, ...] = EXTRAS) -> CheckoutRequirements:
     torch, bound, others, seen = [], [], [], set()
     for line in requires_dist:
         try:
             requirement = Requirement(line)
         except InvalidRequirement:
             raise RequirementFailed(f"'{line}': not a valid requirement in the checkout's metadata") from None
-        if requirement.marker is not None and not requirement.marker.evaluate({"extra": extra}):
+        marker = requirement.marker
+        if marker is not None and not any(marker.evaluate({"extra": extra}) for extra in ("", *extras)):
             continue
         requirement.marker = None
         name = canonicalize_name(requirement.name)

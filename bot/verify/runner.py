@@ -68,9 +68,7 @@ def run_tree(
     return [results[index] for index in range(len(names))]
 
 
-def _run_worker(
-    request: WorkerRequest, directory: Path, timeout_s: float, python: Path | None
-) -> tuple[bool, str]:
+def _run_worker(request: WorkerRequest, directory: Path, timeout_s: float, python: Path | None) -> tuple[bool, str]:
     """Run the worker until it exits, or until one target has taken longer than `timeout_s`."""
     directory.mkdir(parents=True, exist_ok=True)
     request_file = directory / "request.json"
