@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.verify.own_tests import OwnTests, run_own_tests
+from bot.verify.report import VerifyReport
 
 OPS = """\
 def add(a, b):
@@ -139,3 +140,14 @@ def test_no_covering_module_runs_nothing(tmp_path: Path) -> None:
     checkout = _checkout(tmp_path / "checkout")
     result = run_own_tests(Path(sys.executable), checkout, _trees(checkout, tmp_path / "trees"), [], tmp_path / "runs")
     assert (result.line(), result.imported) == ("diffusers' own tests: no test module covers the changed files", {})
+
+
+def test_a_report_with_a_broken_test_fails_and_its_markdown_names_the_test(compared) -> None:
+    result, _ = compared
+    report = VerifyReport("src/diffusers", "emu", None, {}, ["ops.py"], [], own_tests=result)
+    markdown = report.to_markdown("codemod verify src/diffusers")
+    assert report.exit_code() == 1
+    assert (
+        f"- `{MODULE}::OpsFastTests::test_scale` passed before the change and fails after it: assert 5 == 6" in markdown
+    )
+    assert f"```\n{result.command}\n```" in markdown
