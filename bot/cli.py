@@ -52,6 +52,7 @@ Interval = Annotated[
         help="Pause between GitHub requests (writes: 4x), as GitHub asks of integrations; 0 for a local API.",
     ),
 ]
+# Shared with `codemod verify`.
 Python = Annotated[
     Path | None,
     typer.Option("--python", metavar="PATH", help="Run the trees here (default: the checkout's own environment)."),

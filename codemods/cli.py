@@ -133,6 +133,8 @@ class _progress:
 
 
 # `codemod bot ...`: bot.cli imports only typer; PyGithub and torch load when a bot command runs.
+from bot.cli import Python as PythonOption  # noqa: E402
+from bot.cli import TorchIndex as TorchIndexOption  # noqa: E402
 from bot.cli import bot_app  # noqa: E402
 
 app.add_typer(bot_app)
@@ -196,13 +198,8 @@ def verify(
     work_dir: Annotated[
         Path | None, typer.Option("--work-dir", metavar="DIR", help="Keep the trees, traces and outputs here.")
     ] = None,
-    python: Annotated[
-        Path | None,
-        typer.Option("--python", metavar="PATH", help="Run the trees here (default: a checkout's own environment)."),
-    ] = None,
-    torch_index: Annotated[
-        str | None, typer.Option(metavar="URL", help="Where the checkout's environment gets torch (CPU or CUDA index).")
-    ] = None,
+    python: PythonOption = None,
+    torch_index: TorchIndexOption = None,
     own_tests: Annotated[
         bool, typer.Option("--tests/--no-tests", help="Also run the checkout's own tests of the changed files.")
     ] = True,

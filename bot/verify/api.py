@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.verify.changes import ChangeSet, Rewrite, rewrite_copy
-from bot.verify.covering_tests import CheckoutTests
-from bot.verify.own_tests import DEFAULT_BUDGET_S, OwnTests, run_own_tests
+from bot.verify.own_tests import DEFAULT_BUDGET_S, changed_files_tests
 from bot.verify.plan import TreeMap, exercised, targets_to_run
 from bot.verify.protocol import WorkerRequest
 from bot.verify.report import TargetResult, VerifyReport
@@ -68,7 +67,7 @@ def verify(
         if changes.rewrites:
             results = _verify_changes(src, changes, root, device, compile, tolerance, say, python)
             if own_tests:
-                tests = _own_tests(src, changes, root, python, tests_budget_s, say)
+                tests = changed_files_tests(src, changes, root / "own-tests", python, tests_budget_s, say)
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -86,22 +85,6 @@ def verify(
         own_tests=tests,
         interpreter=str(python or sys.executable),
     )
-
-
-def _own_tests(
-    src: Path, changes: ChangeSet, root: Path, python: Path | None, budget_s: float, say: Callable[[str], None]
-) -> OwnTests | None:
-    tests_dir = tests_dir_of(src.resolve())
-    if tests_dir is None:
-        return None
-    modules = CheckoutTests(tests_dir).covering(src, changes.changed_files)
-    say(f"running diffusers' own tests on both trees: {len(modules)} module(s), at most {budget_s:.0f} s")
-    trees = {"original": changes.original, "rewritten": changes.rewritten}
-    result = run_own_tests(
-        Path(python or sys.executable), tests_dir.parent, trees, modules, root / "own-tests", budget_s
-    )
-    say(result.line())
-    return result
 
 
 def _verify_changes(

@@ -19,12 +19,19 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.verify import own_tests_plugin
+from bot.verify.covering_tests import CheckoutTests
+from bot.verify.targets.from_tests import tests_dir_of
+
+if TYPE_CHECKING:
+    from bot.verify.changes import ChangeSet
 
 DEFAULT_BUDGET_S = 150.0
 """Per run, both trees at once: with start-up, one fix group's tests stay within 3 minutes on 2 cores."""
@@ -88,6 +95,26 @@ class OwnTests:
 def command_for(modules: list[str]) -> str:
     variables = " ".join(f"{key}={value}" for key, value in ENVIRONMENT.items() if key != "TOKENIZERS_PARALLELISM")
     return f"{variables} python -m pytest {shlex.join([*PYTEST_OPTIONS, *modules])}"
+
+
+def changed_files_tests(
+    src: Path,
+    changes: ChangeSet,
+    work_dir: Path,
+    python: Path | None = None,
+    budget_s: float = DEFAULT_BUDGET_S,
+    say: Callable[[str], None] = lambda message: None,
+) -> OwnTests | None:
+    """The checkout's tests of the files `changes` rewrote, on both trees; None for a tree with no `tests/`."""
+    tests_dir = tests_dir_of(src.resolve())
+    if tests_dir is None:
+        return None
+    modules = CheckoutTests(tests_dir).covering(src, changes.changed_files)
+    say(f"running diffusers' own tests on both trees: {len(modules)} module(s), at most {budget_s:.0f} s")
+    trees = {"original": changes.original, "rewritten": changes.rewritten}
+    result = run_own_tests(Path(python or sys.executable), tests_dir.parent, trees, modules, work_dir, budget_s)
+    say(result.line())
+    return result
 
 
 def run_own_tests(
