@@ -1,12 +1,13 @@
 """Time of the verifier's environment and of diffusers' own tests on a real checkout (diffusers main).
 
-    python benchmarks/own_tests.py CHECKOUT [--groups 6] [--budget 150] [--torch-index URL] [--json FILE]
+    python benchmarks/own_tests.py CHECKOUT [--groups 6 | --file PATH ...] [--budget 150] [--torch-index URL] [--json FILE]
 
 CHECKOUT is a diffusers checkout (with setup.py and tests/); it is only read: the trees are copies.
 Measures, on this machine:
 - the checkout's environment: a cold build (when the cache has none) and a cached lookup;
 - the own-tests step for `--groups` fix groups (the bot's grouping, spread over rules and areas
-  in a fixed order): covering test modules, and the seconds for both trees;
+  in a fixed order; or each `--file`, a path inside src/diffusers, as one group of every rule,
+  which skips the grouping's engine runs): covering test modules, and the seconds for both trees;
 - the own-tests step for every change of the whole checkout at once, within `--budget`.
 Each line is printed as it is measured; `--json` keeps them all.
 """
@@ -70,6 +71,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkout", type=Path)
     parser.add_argument("--groups", type=int, default=6)
+    parser.add_argument("--file", action="append", default=[], help="A file inside src/diffusers, as one group.")
     parser.add_argument("--budget", type=float, default=150.0)
     parser.add_argument("--torch-index")
     parser.add_argument("--json", type=Path)
@@ -80,15 +82,18 @@ def main() -> int:
     print(f"environment of {checkout}:", flush=True)
     python, figures["environment"] = measure_environment(checkout, TorchSource(index_url=args.torch_index))
     print(f"  {figures['environment']}", flush=True)
-    rules = tuple(rule.code for rule in all_rules())
-    groups = find_groups(checkout, rules, (), None, lambda message: None).groups
+    if args.file:
+        samples = [(path, [checkout / PACKAGE_DIR / path], None) for path in args.file]
+    else:
+        rules = tuple(rule.code for rule in all_rules())
+        groups = spread(find_groups(checkout, rules, (), None, lambda message: None).groups, args.groups)
+        samples = [(g.id, [checkout / path for path in sorted(g.files)], (g.rule,)) for g in groups]
     figures["groups"] = []
-    for group in spread(groups, args.groups):
-        files = [checkout / path for path in sorted(group.files)]
-        result, seconds = own_tests_of(python, checkout, files, (group.rule,), args.budget)
-        row = {"group": group.id, "modules": result.modules, "line": result.line(), "seconds": round(seconds, 1)}
+    for name, files, select in samples:
+        result, seconds = own_tests_of(python, checkout, files, select, args.budget)
+        row = {"group": name, "modules": result.modules, "line": result.line(), "seconds": round(seconds, 1)}
         figures["groups"].append(row)
-        print(f"{group.id}: {seconds:.0f} s, {len(result.modules)} module(s): {result.line()}", flush=True)
+        print(f"{name}: {seconds:.0f} s, {len(result.modules)} module(s): {result.line()}", flush=True)
     result, seconds = own_tests_of(python, checkout, [], None, args.budget)
     figures["whole_checkout"] = {"modules": len(result.modules), "line": result.line(), "seconds": round(seconds, 1)}
     print(f"whole checkout: {seconds:.0f} s, {len(result.modules)} module(s) chosen: {result.line()}", flush=True)
