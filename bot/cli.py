@@ -52,6 +52,14 @@ Interval = Annotated[
         help="Pause between GitHub requests (writes: 4x), as GitHub asks of integrations; 0 for a local API.",
     ),
 ]
+# Shared with `codemod verify`.
+Python = Annotated[
+    Path | None,
+    typer.Option("--python", metavar="PATH", help="Run the trees here (default: the checkout's own environment)."),
+]
+TorchIndex = Annotated[
+    str | None, typer.Option(metavar="URL", help="Where the checkout's environment gets torch (CPU or CUDA index).")
+]
 Login = Annotated[
     str | None, typer.Option("--login", metavar="LOGIN", help="The bot's GitHub login (default: the token's user).")
 ]
@@ -137,6 +145,8 @@ def run(
     ] = None,
     device: DeviceOption = Device.emu,
     compile: Annotated[bool, typer.Option("--compile", help="Also check torch.compile graph breaks.")] = False,
+    python: Python = None,
+    torch_index: TorchIndex = None,
     workdir: Workdir = Path(".codemod-bot"),
     bodies_dir: Annotated[Path | None, typer.Option(metavar="DIR", help="Write each PR body here.")] = None,
     login: Login = None,
@@ -154,6 +164,7 @@ def run(
         repo=repo, clone_url=clone_url, api_url=api_url, base=base, dry_run=dry_run, max_open_prs=max_open_prs,
         select=select, only=only, device=device, compile=compile, workdir=workdir, bodies_dir=bodies_dir, login=login,
         request_interval=request_interval, no_dashboard=no_dashboard, census=census, census_url=census_url,
+        python=python, torch_index=torch_index,
     )  # fmt: skip
     with _errors_as_usage():
         summary = runner.run(options)
@@ -197,6 +208,8 @@ def verify_group(
     out: Annotated[Path, typer.Option(metavar="FILE", help="Where to write the verification (JSON).")],
     device: DeviceOption = Device.cuda,
     compile: Annotated[bool, typer.Option("--compile")] = False,
+    python: Python = None,
+    torch_index: TorchIndex = None,
     workdir: Workdir = Path(".codemod-bot"),
 ) -> None:
     """GPU job: verify one group of a plan; exit 0 whatever the verdict (it is in the file)."""
@@ -204,7 +217,10 @@ def verify_group(
     from bot.plan import Plan
 
     with _errors_as_usage():
-        options = _options(repo=Plan.load(plan_file).repo, device=device, compile=compile, workdir=workdir)
+        options = _options(
+            repo=Plan.load(plan_file).repo, device=device, compile=compile, workdir=workdir, python=python,
+            torch_index=torch_index,
+        )  # fmt: skip
         result = runner.verify_one(options, plan_file, group, out)
     print(f"{group}: {result.verdict} ({result.reason})")
 

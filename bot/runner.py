@@ -46,6 +46,8 @@ class BotOptions:
     only: tuple[str, ...] = ()  # paths inside src/diffusers to limit the engine to
     device: str = "emu"
     compile: bool = False
+    python: Path | None = None  # runs the trees; None: the checkout's own environment, built once
+    torch_index: str | None = None  # where that environment gets torch (a CPU or CUDA wheel index)
     workdir: Path = Path(".codemod-bot")
     bodies_dir: Path | None = None  # dry runs default to <workdir>/bodies
     label: str = "performance"
@@ -152,7 +154,7 @@ def run(options: BotOptions, verifier: Verifier | None = None) -> RunSummary:
         board = session.read_dashboard()
     except Exception as error:  # GitHub or git trouble ends the run with a summary; anything else propagates
         return _stopped(options, error)
-    chosen = verifier or real_verifier()
+    chosen = _verifier(options, verifier)
 
     def verification(group: FixGroup) -> Verification:
         options.log(f"verifying {group.id} on {options.device}")
@@ -179,7 +181,8 @@ def verify_one(
     plan = Plan.load(plan_file)
     group = plan.group(group_id)
     git = _checkout(options, plan)
-    result = _verify(options, git, plan, group, verifier or real_verifier())
+    chosen = _verifier(options, verifier)
+    result = _verify(options, git, plan, group, chosen)
     result.save(out)
     return result
 
@@ -190,7 +193,7 @@ def census(
     """The census job: every fix of the selected rules on the plan's commit, verified at once; JSON and HTML page."""
     plan = Plan.load(plan_file)
     git = _checkout(options, plan)
-    report = (verifier or real_verifier())(
+    report = _verifier(options, verifier)(
         git.root / PACKAGE_DIR,
         select=options.select,
         device=options.device,
@@ -203,6 +206,11 @@ def census(
     json_out.write_text(json.dumps(data, indent=2) + "\n")
     write_html(data, html_out)
     return report
+
+
+def _verifier(options: BotOptions, given: Verifier | None) -> Verifier:
+    """The verifier a job was given (tests), else the real one in the checkout's own environment."""
+    return given or real_verifier(options.python, options.torch_index, options.log)
 
 
 def _checkout(options: BotOptions, plan: Plan) -> Git:

@@ -34,10 +34,31 @@ class Verifier(Protocol):
     ) -> Any: ...
 
 
-def real_verifier() -> Verifier:
-    from bot.verify import verify
+def real_verifier(
+    python: Path | None = None, torch_index: str | None = None, log: Callable[[str], None] | None = None
+) -> Verifier:
+    """`bot.verify.verify`, running the trees in the checkout's own environment (or `python`).
 
-    return verify
+    The environment is resolved on the first group and reused; when it cannot be built, every
+    group fails at once with the same one-line reason instead of trying the build again.
+    """
+    from bot.verify import verify
+    from bot.verify.environment import EnvironmentFailed, TorchSource, interpreter_for
+
+    resolved: dict[Path, Path | None | EnvironmentFailed] = {}
+
+    def verify_in_environment(src: Path, **options: Any) -> Any:
+        if src not in resolved:
+            try:
+                resolved[src] = interpreter_for(src, python, TorchSource(index_url=torch_index), log)
+            except EnvironmentFailed as error:
+                resolved[src] = error
+        chosen = resolved[src]
+        if isinstance(chosen, EnvironmentFailed):
+            raise chosen
+        return verify(src, python=chosen, **options)
+
+    return verify_in_environment
 
 
 @dataclass(frozen=True)
@@ -107,8 +128,16 @@ def verify_group(
     verdict = group_verdict([t["verdict"] for t in targets])
     expected = {Path(path).relative_to(PACKAGE_DIR).as_posix() for path in group.files}
     rewritten = {_package_relative(path, src) for path in report.changed_files}
+    broken = report.own_tests.broken if report.own_tests else []
     if rewritten and rewritten != expected:
         verdict, reason = "failed", f"the verifier rewrote {sorted(rewritten)}, the plan {sorted(expected)}"
+    elif broken:
+        first = broken[0]
+        verdict = "failed"
+        reason = (
+            f"diffusers' own test {first['test']} passes before the change and fails after: {_clip(first['message'])}"
+        )
+        reason += f" (+{len(broken) - 1} more)" if len(broken) > 1 else ""
     else:
         reason = _reason(verdict, targets)
     return Verification(**base, verdict=verdict, reason=reason, markdown=markdown, targets=targets, report=as_json)

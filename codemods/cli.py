@@ -136,6 +136,8 @@ class _progress:
 
 
 # `codemod bot ...`: bot.cli imports only typer; PyGithub and torch load when a bot command runs.
+from bot.cli import Python as PythonOption  # noqa: E402
+from bot.cli import TorchIndex as TorchIndexOption  # noqa: E402
 from bot.cli import bot_app  # noqa: E402
 
 app.add_typer(bot_app)
@@ -201,14 +203,33 @@ def verify(
     work_dir: Annotated[
         Path | None, typer.Option("--work-dir", metavar="DIR", help="Keep the trees, traces and outputs here.")
     ] = None,
+    python: PythonOption = None,
+    torch_index: TorchIndexOption = None,
+    own_tests: Annotated[
+        bool, typer.Option("--tests/--no-tests", help="Also run the checkout's own tests of the changed files.")
+    ] = True,
+    tests_budget: Annotated[
+        float | None,
+        typer.Option(min=1.0, metavar="SECONDS", help="Time for the checkout's own tests (both trees; default 150)."),
+    ] = None,
 ) -> None:
     """Rewrite a copy of SRC, run each change's target on both trees, and report copies, syncs and parity."""
     import shlex
 
     from bot.verify import verify as run_verify  # torch and diffusers stay out of the static commands
+    from bot.verify.environment import EnvironmentFailed, TorchSource, interpreter_for
+    from bot.verify.own_tests import DEFAULT_BUDGET_S
 
     if not (src / "__init__.py").is_file():
         raise UsageError(f"{src}: not a package directory (expected …/diffusers with an __init__.py)")
+
+    def say(message: str) -> None:
+        print(f"verify: {message}", file=sys.stderr, flush=True)
+
+    try:
+        interpreter = interpreter_for(src, python, TorchSource(index_url=torch_index), say)
+    except EnvironmentFailed as error:
+        raise UsageError(str(error)) from None
     codes = _codes(select)
     reproduce = ["codemod", "verify", str(src), *(f"--select={code}" for code in codes or ())]
     reproduce += [f"--path={p}" for p in path or ()]
@@ -223,7 +244,10 @@ def verify(
         work_dir=work_dir,
         compile=compile_,
         tolerance=tolerance,
-        progress=lambda message: print(f"verify: {message}", file=sys.stderr),
+        progress=say,
+        python=interpreter,
+        own_tests=own_tests,
+        tests_budget_s=DEFAULT_BUDGET_S if tests_budget is None else tests_budget,
     )
     markdown = report.to_markdown(shlex.join(reproduce))
     if json_file is not None:

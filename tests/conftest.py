@@ -11,6 +11,7 @@ import pytest
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from github_double import github_double_fixture  # noqa: E402,F401  (the `github_double` fixture)
+from main_like import main_like_fixture  # noqa: E402,F401  (the `main_like` fixture)
 
 from codemods.engine import Mode, RunOptions, RunResult, run  # noqa: E402
 from codemods.project import installed_diffusers  # noqa: E402

@@ -2,10 +2,28 @@
 
 `verify(src, ...)` rewrites a copy of a diffusers tree with the engine and runs every target
 that reaches a rewrite in both trees, each tree in its own subprocess; see `bot.verify.api`.
-Importing this package imports neither torch nor diffusers.
+Importing this package imports neither torch nor diffusers, nor the engine: a worker runs
+`bot.verify.worker` in the checkout's environment, which has none of this project's dependencies.
 """
 
-from bot.verify.api import verify
-from bot.verify.report import TargetResult, VerifyReport
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.verify.api import verify
+    from bot.verify.report import TargetResult, VerifyReport
 
 __all__ = ["TargetResult", "VerifyReport", "verify"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "verify":
+        from bot.verify.api import verify
+
+        return verify
+    if name in ("TargetResult", "VerifyReport"):
+        from bot.verify import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

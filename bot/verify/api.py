@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.verify.changes import ChangeSet, Rewrite, rewrite_copy
+from bot.verify.own_tests import DEFAULT_BUDGET_S, changed_files_tests
 from bot.verify.plan import TreeMap, exercised, targets_to_run
 from bot.verify.protocol import WorkerRequest
 from bot.verify.report import TargetResult, VerifyReport
@@ -38,8 +40,15 @@ def verify(
     compile: bool = False,
     tolerance: float = 1e-4,
     progress: Callable[[str], None] | None = None,
+    python: Path | None = None,
+    own_tests: bool = True,
+    tests_budget_s: float = DEFAULT_BUDGET_S,
 ) -> VerifyReport:
-    """Verify every change the engine makes to `src` (a diffusers package directory)."""
+    """Verify every change the engine makes to `src` (a diffusers package directory).
+
+    `python` runs both trees (default: this interpreter); in a checkout with `tests/`,
+    `own_tests` also runs the checkout's tests that cover the changed files on both trees.
+    """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
     src = Path(src)
@@ -54,7 +63,11 @@ def verify(
         say(f"rewriting a copy of {src}")
         changes = rewrite_copy(src, root, select=select, paths=paths)
         say(f"{len(changes.rewrites)} rewrite(s) in {len(changes.changed_files)} file(s)")
-        results = _verify_changes(src, changes, root, device, compile, tolerance, say) if changes.rewrites else []
+        results, tests = [], None
+        if changes.rewrites:
+            results = _verify_changes(src, changes, root, device, compile, tolerance, say, python)
+            if own_tests:
+                tests = changed_files_tests(src, changes, root / "own-tests", python, tests_budget_s, say)
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -69,6 +82,8 @@ def verify(
         errors=[str(error) for error in changes.result.errors],
         tolerance=tolerance,
         compile=compile,
+        own_tests=tests,
+        interpreter=str(python or sys.executable),
     )
 
 
@@ -80,6 +95,7 @@ def _verify_changes(
     compile: bool,
     tolerance: float,
     say: Callable[[str], None],
+    python: Path | None,
 ) -> list[TargetResult]:
     tree = TreeMap(changes.original)
     changed = set(changes.changed_files)
@@ -107,7 +123,7 @@ def _verify_changes(
     # Counts do not depend on timing, so the emulated and CPU runs share the cores; CUDA runs
     # one tree at a time, or each would time the other's work.
     with ThreadPoolExecutor(max_workers=1 if device == "cuda" else 2) as pool:
-        before, after = pool.map(run_tree, requests)
+        before, after = pool.map(lambda request: run_tree(request, python=python), requests)
     results, credited, failed_owners, visited = [], set(), {}, {}
     for spec, first, second in zip(specs, before, after, strict=True):
         side_after = Side.from_result(second)

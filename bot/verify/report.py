@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bot.verify.census_summary import number, parity_text
+from bot.verify.own_tests import OwnTests
 from bot.verify.verdict import CENSUS_KINDS, VERDICTS
 
 _ICONS = {"verified": "✅", "no-gain": "➖", "regressed": "❌", "failed": "❌", "unverified": "❔"}
@@ -68,11 +69,14 @@ class VerifyReport:
     errors: list[str] = field(default_factory=list)  # engine errors (a file it could not handle)
     tolerance: float = 1e-4
     compile: bool = False
+    own_tests: OwnTests | None = None  # the checkout's own tests of the changed files, on both trees
+    interpreter: str = ""  # the Python that ran both trees (the checkout's environment, or --python)
 
     def exit_code(self) -> int:
         """0 only if nothing regressed or failed (unverified and no-gain changes do not fail a run)."""
         bad = any(t.verdict in ("regressed", "failed") for t in self.targets)
-        return 1 if bad or self.errors else 0
+        broken = self.own_tests is not None and bool(self.own_tests.broken)
+        return 1 if bad or broken or self.errors else 0
 
     def counts(self) -> dict[str, int]:
         return {verdict: sum(t.verdict == verdict for t in self.targets) for verdict in VERDICTS}
@@ -83,6 +87,7 @@ class VerifyReport:
             "device": self.device,
             "select": self.select,
             "versions": self.versions,
+            "interpreter": self.interpreter,
             "tolerance": self.tolerance,
             "compile": self.compile,
             "changed_files": self.changed_files,
@@ -90,6 +95,7 @@ class VerifyReport:
             "exit_code": self.exit_code(),
             "seconds": round(self.seconds, 1),
             "errors": self.errors,
+            "own_tests": self.own_tests.to_json() if self.own_tests else None,
             "targets": [{**t.to_json(), "device": self.device, "versions": self.versions} for t in self.targets],
         }
 
@@ -122,8 +128,24 @@ class VerifyReport:
                 lines += ["", f"{title}:", "", *rows]
         if self.errors:
             lines += ["", "Engine errors:", *(f"- {error}" for error in self.errors)]
+        if self.own_tests is not None:
+            lines += ["", *own_tests_lines(self.own_tests)]
         lines += ["", "Reproduce:", "", "```", reproduce, "```", ""]
         return "\n".join(lines)
+
+
+def own_tests_lines(tests: OwnTests) -> list[str]:
+    """The own-tests line, what broke (test id and assertion), what failed already, and the pytest command."""
+    lines = [f"{'❌' if tests.broken else '✅' if tests.same else '➖'} {tests.line()}"]
+    lines += [f"- `{b['test']}` passed before the change and fails after it: {b['message']}" for b in tests.broken]
+    lines += [f"- `{c['test']}`: {c['before']} before, {c['after']} after" for c in tests.changed]
+    if tests.failing_before:
+        rows = [f"- `{f['test']}` ({f['after']} after): {f['message']}" for f in tests.failing_before]
+        title = f"Already failing on the original tree: {len(tests.failing_before)} test(s)"
+        lines += ["", f"<details><summary>{title}</summary>", "", *rows, "", "</details>"]
+    if tests.modules:
+        lines += ["", "From the checkout's root, on each tree:", "", "```", tests.command, "```"]
+    return lines
 
 
 def _device_words(device: str) -> str:

@@ -1,7 +1,8 @@
 """Runs one tree's targets in a worker subprocess and collects what each wrote.
 
 The tree's parent directory goes first on PYTHONPATH (and nothing else that could hold a
-diffusers), so the worker imports that tree alone. A worker that dies or hangs costs only
+diffusers), so the worker imports that tree alone, even in an interpreter that has a diffusers
+installed (the checkout's environment, `--python`). A worker that dies or hangs costs only
 the target it was on: the parent records it as failed and starts a fresh worker for the rest.
 """
 
@@ -34,8 +35,10 @@ def worker_environment(tree_parent: Path) -> dict[str, str]:
     return environment
 
 
-def run_tree(request: WorkerRequest, timeout_s: float = TARGET_TIMEOUT_S) -> list[dict[str, Any]]:
-    """Every target of `request` run against its tree: one result per target, in order."""
+def run_tree(
+    request: WorkerRequest, timeout_s: float = TARGET_TIMEOUT_S, python: Path | None = None
+) -> list[dict[str, Any]]:
+    """Every target of `request` run against its tree, by `python` (default: this one): one result per target."""
     out_dir = Path(request.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     names = list(request.targets)
@@ -43,7 +46,7 @@ def run_tree(request: WorkerRequest, timeout_s: float = TARGET_TIMEOUT_S) -> lis
     start = 0
     while start < len(names):
         batch = WorkerRequest(**{**asdict(request), "targets": names[start:]})
-        stopped, stderr = _run_worker(batch, out_dir / f"request-{start:03d}", timeout_s)
+        stopped, stderr = _run_worker(batch, out_dir / f"request-{start:03d}", timeout_s, python)
         done = start
         for offset in range(len(names) - start):
             path = result_path(out_dir / f"request-{start:03d}", offset)
@@ -65,7 +68,7 @@ def run_tree(request: WorkerRequest, timeout_s: float = TARGET_TIMEOUT_S) -> lis
     return [results[index] for index in range(len(names))]
 
 
-def _run_worker(request: WorkerRequest, directory: Path, timeout_s: float) -> tuple[bool, str]:
+def _run_worker(request: WorkerRequest, directory: Path, timeout_s: float, python: Path | None) -> tuple[bool, str]:
     """Run the worker until it exits, or until one target has taken longer than `timeout_s`."""
     directory.mkdir(parents=True, exist_ok=True)
     request_file = directory / "request.json"
@@ -74,7 +77,7 @@ def _run_worker(request: WorkerRequest, directory: Path, timeout_s: float) -> tu
     package = Path(request.package)
     with stderr_file.open("w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bot.verify.worker", str(request_file)],
+            [str(python or sys.executable), "-m", "bot.verify.worker", str(request_file)],
             cwd=directory,
             env=worker_environment(package.parent),
             stdout=stderr,

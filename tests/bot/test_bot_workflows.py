@@ -69,6 +69,15 @@ def test_verification_runs_on_the_gpu_runner_with_cuda() -> None:
     assert "--device cuda" in _commands(verify)[0]
 
 
+def test_the_gpu_job_builds_the_targets_environment_with_torch_from_the_cuda_index() -> None:
+    verify = load("bot.yml")["jobs"]["verify"]
+    step = next(step for step in verify["steps"] if "codemod bot verify-group" in step.get("run", ""))
+
+    assert '--torch-index "$TORCH_INDEX_URL"' in _commands(verify)[0]
+    assert "cu128" in step["env"]["TORCH_INDEX_URL"]
+    assert step["env"]["CODEMOD_ENV_CACHE"].startswith("${{ runner.tool_cache }}")
+
+
 def test_every_bot_command_in_the_workflow_exists_with_those_options() -> None:
     bot = typer.main.get_command(app).commands["bot"]
     jobs = load("bot.yml")["jobs"]

@@ -1,0 +1,251 @@
+"""A checkout shaped like diffusers main, made from what CI has: installed diffusers' source as
+`src/diffusers`, a `setup.py` with main-like pins (huggingface-hub below 2.0 and httpx below 1.0,
+where this project's own environment has huggingface-hub 2.x), and a small `tests/` written for
+this project in the layout and style of diffusers' own (unittest classes, `pipeline_class` /
+`model_class`, a conftest that puts `<checkout>/src` on sys.path).
+
+Its four changes the verifier proves on the emulated device, one rule each: DIF001 (NucleusMoE's
+RoPE table copied every forward), DIF003 (PixArt's blocks), DIF004 (DDPM's `.sample`) and DIF005
+(Stable Diffusion's first-step index lookup).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bot.verify.environment import TorchSource, environment_for
+from codemods.project import installed_diffusers
+
+ONLY = (
+    "models/transformers/transformer_nucleusmoe_image.py",
+    "models/transformers/pixart_transformer_2d.py",
+    "pipelines/ddpm/pipeline_ddpm.py",
+    "pipelines/stable_diffusion/pipeline_stable_diffusion.py",
+)
+
+SETUP_PY = """\
+from setuptools import find_packages, setup
+
+# Written for the tests in the shape of diffusers main's: its own pins, its `torch` and `test` extras.
+extras = {
+    "quality": ["ruff==0.9.10"],
+    "test": ["pytest", "torchvision", "transformers>=4.41.2"],
+    "torch": ["torch>=2.6", "accelerate>=0.31.0"],
+}
+
+setup(
+    name="diffusers",
+    version="0.40.0.dev0",
+    package_dir={"": "src"},
+    packages=find_packages("src"),
+    install_requires=["huggingface-hub>=1.32.0,<2.0", "httpx<1.0.0", "numpy", "safetensors>=0.8.0", "Pillow"],
+    extras_require=extras,
+)
+"""
+
+CONFTEST = """\
+import sys
+from os.path import abspath, dirname, join
+
+# As in diffusers: the checkout's own src wins over any installed diffusers.
+sys.path.insert(1, abspath(join(dirname(dirname(__file__)), "src")))
+"""
+
+TESTING_UTILS = """\
+import os
+
+import pytest
+
+torch_device = os.environ.get("DIFFUSERS_TEST_DEVICE", "cpu")
+
+
+def slow(test_case):
+    return pytest.mark.skipif(not os.environ.get("RUN_SLOW"), reason="test is slow")(test_case)
+"""
+
+NUCLEUS_TEST = """\
+import unittest
+
+import torch
+
+from diffusers import NucleusMoEImageTransformer2DModel
+
+from ...testing_utils import slow, torch_device
+
+
+class NucleusMoEImageTransformerTests(unittest.TestCase):
+    model_class = NucleusMoEImageTransformer2DModel
+
+    def get_dummy_model(self):
+        torch.manual_seed(0)
+        return self.model_class(
+            patch_size=2, in_channels=16, out_channels=4, num_layers=2, attention_head_dim=16,
+            num_attention_heads=2, joint_attention_dim=16, axes_dims_rope=(8, 4, 4), moe_enabled=False,
+            capacity_factors=[8.0, 8.0],
+        ).to(torch_device)
+
+    def get_dummy_inputs(self):
+        generator = torch.Generator("cpu").manual_seed(0)
+        return {
+            "hidden_states": torch.randn(1, 16, 16, generator=generator),
+            "encoder_hidden_states": torch.randn(1, 8, 16, generator=generator),
+            "encoder_hidden_states_mask": torch.ones(1, 8, dtype=torch.long),
+            "timestep": torch.tensor([1.0]),
+            "img_shapes": [(1, 4, 4)],
+        }
+
+    def test_output_shape(self):
+        output = self.get_dummy_model()(**self.get_dummy_inputs(), return_dict=False)[0]
+        self.assertEqual(tuple(output.shape), (1, 16, 16))
+
+    def test_forward_is_deterministic(self):
+        model = self.get_dummy_model()
+        first = model(**self.get_dummy_inputs(), return_dict=False)[0]
+        second = model(**self.get_dummy_inputs(), return_dict=False)[0]
+        self.assertTrue(torch.equal(first, second))
+
+    @slow
+    def test_full_size_model(self):
+        raise AssertionError("slow tests never run here")
+"""
+
+PIXART_TEST = """\
+import unittest
+
+import torch
+
+from diffusers import PixArtTransformer2DModel
+
+
+class PixArtTransformer2DModelTests(unittest.TestCase):
+    model_class = PixArtTransformer2DModel
+
+    def test_output_shape(self):
+        torch.manual_seed(0)
+        model = self.model_class(
+            sample_size=8, num_layers=2, patch_size=2, attention_head_dim=4, num_attention_heads=2, in_channels=4,
+            cross_attention_dim=8, out_channels=8, attention_bias=True, activation_fn="gelu-approximate",
+            num_embeds_ada_norm=8, norm_type="ada_norm_single", norm_elementwise_affine=False, norm_eps=1e-6,
+            use_additional_conditions=False, caption_channels=None,
+        )
+        output = model(
+            torch.randn(1, 4, 8, 8), encoder_hidden_states=torch.randn(1, 8, 8), timestep=torch.tensor([500]),
+            added_cond_kwargs={"resolution": None, "aspect_ratio": None}, return_dict=False,
+        )[0]
+        self.assertEqual(tuple(output.shape), (1, 8, 8, 8))
+"""
+
+DDPM_TEST = """\
+import unittest
+
+import numpy as np
+import torch
+
+from diffusers import DDPMPipeline, DDPMScheduler, UNet2DModel
+
+
+class DDPMPipelineFastTests(unittest.TestCase):
+    pipeline_class = DDPMPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        unet = UNet2DModel(
+            block_out_channels=(4, 8), layers_per_block=1, norm_num_groups=4, sample_size=8, in_channels=3,
+            out_channels=3, down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+            up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+        )
+        return {"unet": unet, "scheduler": DDPMScheduler()}
+
+    def test_inference(self):
+        pipe = self.pipeline_class(**self.get_dummy_components())
+        image = pipe(generator=torch.Generator("cpu").manual_seed(0), num_inference_steps=2, output_type="np").images
+        self.assertEqual(image.shape, (1, 8, 8, 3))
+
+    def test_dict_and_tuple_outputs_are_equal(self):
+        pipe = self.pipeline_class(**self.get_dummy_components())
+        as_dict = pipe(generator=torch.Generator("cpu").manual_seed(0), num_inference_steps=2, output_type="np")
+        as_tuple = pipe(
+            generator=torch.Generator("cpu").manual_seed(0), num_inference_steps=2, output_type="np", return_dict=False
+        )
+        self.assertTrue(np.array_equal(as_dict.images, as_tuple[0]))
+"""
+
+STABLE_DIFFUSION_TEST = """\
+import unittest
+
+from diffusers import DDIMScheduler
+from diffusers.pipelines.stable_diffusion.pipeline_stable_diffusion import retrieve_timesteps
+
+
+class StableDiffusionTimestepsFastTests(unittest.TestCase):
+    def test_retrieve_timesteps_sets_the_schedule(self):
+        scheduler = DDIMScheduler(num_train_timesteps=100)
+        timesteps, steps = retrieve_timesteps(scheduler, num_inference_steps=4)
+        self.assertEqual((steps, timesteps.tolist()), (4, [75, 50, 25, 0]))
+
+    def test_retrieve_timesteps_refuses_both_timesteps_and_sigmas(self):
+        with self.assertRaises(ValueError):
+            retrieve_timesteps(DDIMScheduler(), timesteps=[1], sigmas=[1.0])
+"""
+
+TESTS = {
+    "models/transformers/test_models_transformer_nucleusmoe_image.py": NUCLEUS_TEST,
+    "models/transformers/test_models_pixart_transformer2d.py": PIXART_TEST,
+    "pipelines/ddpm/test_ddpm.py": DDPM_TEST,
+    "pipelines/stable_diffusion/test_stable_diffusion.py": STABLE_DIFFUSION_TEST,
+}
+
+
+def write_checkout(root: Path) -> Path:
+    """The checkout at `root` (created); returns `root`."""
+    shutil.copytree(installed_diffusers(), root / "src" / "diffusers", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "setup.py").write_text(SETUP_PY)
+    (root / "README.md").write_text("# a diffusers-main-like checkout made by the tests\n")
+    (root / "pyproject.toml").write_text("[tool.ruff]\nline-length = 119\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "conftest.py").write_text(CONFTEST)
+    (root / "tests" / "testing_utils.py").write_text(TESTING_UTILS)
+    for relative, text in TESTS.items():
+        path = root / "tests" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for directory in [root / "tests", *(p for p in (root / "tests").rglob("*") if p.is_dir())]:
+        (directory / "__init__.py").touch()
+    return root
+
+
+@dataclass(frozen=True)
+class MainLike:
+    checkout: Path
+    python: Path  # the checkout's environment, built by `environment_for` on top of this project's packages
+    cache: Path
+    progress: list[str]  # what the build said
+
+
+@pytest.fixture(scope="session", name="main_like")
+def main_like_fixture(tmp_path_factory: pytest.TempPathFactory) -> MainLike:
+    """The checkout and its environment, built once per session the way the tool builds it.
+
+    Layered on this project's interpreter (`base`), so only what the checkout pins differently
+    (huggingface-hub 1.x, httpx) is installed: seconds, not the minutes of a full build.
+    """
+    checkout = write_checkout(tmp_path_factory.mktemp("main-like") / "checkout")
+    cache, progress = tmp_path_factory.mktemp("envs"), []
+    python = environment_for(checkout, TorchSource(), cache=cache, base=Path(sys.executable), progress=progress.append)
+    return MainLike(checkout, python, cache, progress)
+
+
+def push_checkout(bare_repo: Path, checkout: Path, work: Path) -> None:
+    """Commit the checkout on the remote's `main`, as a maintainer's push would."""
+    git = ["git", "-c", "user.name=Maintainer", "-c", "user.email=maintainer@example.com"]
+    subprocess.run([*git, "clone", "--quiet", str(bare_repo), str(work)], check=True)
+    shutil.copytree(checkout, work, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([*git, "add", "-A"], cwd=work, check=True)
+    subprocess.run([*git, "commit", "--quiet", "-m", "diffusers, main-like"], cwd=work, check=True)
+    subprocess.run([*git, "push", "--quiet", "origin", "HEAD:main"], cwd=work, check=True)
