@@ -289,6 +289,12 @@ def _register_kernels() -> None:
     # (for CUDA it stays on the CPU). Seen whole, the census can tell such a
     # value from a tensor the user put on the device.
     kernels.impl("scalar_tensor", functools.partial(_backend_kernel, aten.scalar_tensor.default), "PrivateUse1")
+    # ``torch.tensor([t])`` with a device scalar ``t`` (AuraFlow's ``torch.tensor([t / 1000])``)
+    # reads each element with the Python key excluded, as ``torch.tensor(data, device=emu)``
+    # copies: the fallback cannot take it, a kernel of its own can. On CUDA it is a sync per element.
+    kernels.impl(
+        "_local_scalar_dense", functools.partial(_backend_kernel, aten._local_scalar_dense.default), "PrivateUse1"
+    )
     # Attention picks its algorithm per device type in C++ (a dispatch stub
     # Python cannot extend); for ``emu`` it would fall back to the math path
     # and differ from CPU in the last bits. Intercepting before the

@@ -26,6 +26,7 @@ from bot.verify.outputs import compare, flatten_outputs
 from bot.verify.protocol import WorkerRequest, outputs_path, result_path
 from bot.verify.targets import TargetSpec, get_target
 from bot.verify.targets.from_tests import SEPARATOR, spec_for
+from bot.verify.targets.offline_hub import go_offline
 from bot.verify.tracing import LineCoverage, OutputCensus
 from bot.verify.workload import Workload
 
@@ -34,6 +35,7 @@ def main(argv: list[str]) -> int:
     request = WorkerRequest.load(Path(argv[0]))
     out_dir = Path(request.out_dir)
     roots = [Path(request.package)]
+    go_offline()  # before diffusers (and huggingface_hub) is imported
     import diffusers
 
     if Path(diffusers.__file__).parent.resolve() != Path(request.package).resolve():

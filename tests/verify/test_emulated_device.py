@@ -45,6 +45,13 @@ def test_item_is_one_local_scalar_dense(emu: torch.device) -> None:
     assert _ops_run_by(total.item) == ["aten::_local_scalar_dense"]
 
 
+def test_a_list_of_device_scalars_becomes_a_host_tensor_one_read_each(emu: torch.device) -> None:
+    # AuraFlow's `torch.tensor([t / 1000])`: on CUDA, a sync per element.
+    step = torch.tensor(500.0).to(emu)
+    assert torch.tensor([step / 1000, step]).tolist() == [0.5, 500.0]
+    assert _ops_run_by(lambda: torch.tensor([step])) == ["aten::_local_scalar_dense"]
+
+
 def test_boolean_mask_read_is_one_index(emu: torch.device) -> None:
     values = torch.arange(6.0, device=emu)
     mask = values > 2

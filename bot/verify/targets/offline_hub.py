@@ -1,0 +1,215 @@
+"""The Hub, offline: workers never wait on the network, and the tiny repositories tests load are built here.
+
+diffusers' fast tests load a few tiny repositories from the Hub (`hf-internal-testing/tiny-random-t5`
+and its like). Without a network, `from_pretrained` retries with back-off for minutes per file.
+A worker calls `go_offline()` before it imports diffusers: the Hub is switched off
+(`HF_HUB_OFFLINE=1` and friends), so a load either finds its repository in the local cache or fails
+at once, and the cache is one we fill with stand-ins built from configurations written here:
+tokenizers made with the `tokenizers` library and text encoders saved from seeded random weights,
+with the shapes the tests' other components are built for (a T5 with `d_model=32`, a BERT with
+`hidden_size=32`, ...). They stand in for the shapes, not the numbers: both trees load the same
+files, and parity compares the trees with each other, never with the tests' expected slices.
+
+A test that loads a repository not listed here *needs the Hub*: the verifier says so and counts it
+apart. The cache is built once per set of library versions and stand-in recipes, under
+`$CODEMOD_HUB_CACHE` (default `~/.cache/diffusers-codemod/offline-hub`). No torch import at module level.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+
+from bot.verify.targets import hub_tokenizers as tokenizers
+
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+}
+
+Writer = Callable[[Path], None]
+
+# Qwen2-VL's image processor at its defaults (14-pixel patches, merged 2x2, 2 frames per temporal patch).
+_QWEN_IMAGE_PROCESSOR = {
+    "image_processor_type": "Qwen2VLImageProcessor",
+    "processor_class": "Qwen2VLProcessor",
+    "patch_size": 14,
+    "merge_size": 2,
+    "temporal_patch_size": 2,
+    "min_pixels": 3136,
+    "max_pixels": 12845056,
+    "image_mean": [0.48145466, 0.4578275, 0.40821073],
+    "image_std": [0.26862954, 0.26130258, 0.27577711],
+}
+# Messages as ChatML, an image as the vision tokens around one `<|image_pad|>` (the processor expands it).
+_QWEN_CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+_T5_PIECES = tokenizers.letter_pieces("<pad>", "</s>", "<unk>")
+_QWEN_SPECIALS = {
+    "<|endoftext|>": 151643,
+    "<|im_start|>": 151644,
+    "<|im_end|>": 151645,
+    "<|vision_start|>": 151652,
+    "<|vision_end|>": 151653,
+    "<|vision_pad|>": 151654,
+    "<|image_pad|>": 151655,
+    "<|video_pad|>": 151656,
+}
+
+
+def _save_model(directory: Path, model_class: str, config_class: str, **config: object) -> None:
+    """`model_class(config_class(**config))` with weights drawn from seed 0, saved as safetensors."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config))
+    model.save_pretrained(str(directory), safe_serialization=True)
+
+
+def _t5(directory: Path) -> None:
+    tokenizers.unigram_tokenizer(
+        directory, _T5_PIECES, "<unk>", "T5Tokenizer", suffix="</s>", eos_token="</s>", pad_token="<pad>",
+        model_max_length=512, extra_ids=0,
+    )  # fmt: skip
+    t5 = {"d_model": 32, "d_ff": 37, "d_kv": 8, "num_heads": 4, "num_layers": 2, "relative_attention_num_buckets": 8}
+    _save_model(directory, "T5EncoderModel", "T5Config", vocab_size=1000, **t5)
+
+
+def _umt5(directory: Path) -> None:
+    tokenizers.unigram_tokenizer(
+        directory, _T5_PIECES, "<unk>", "T5Tokenizer", suffix="</s>", eos_token="</s>", pad_token="<pad>",
+        model_max_length=512, extra_ids=0,
+    )  # fmt: skip
+    umt5 = {"d_model": 32, "d_ff": 37, "d_kv": 8, "num_heads": 4, "num_layers": 2, "relative_attention_num_buckets": 8}
+    _save_model(directory, "UMT5EncoderModel", "UMT5Config", vocab_size=1000, **umt5)
+
+
+def _clip(directory: Path) -> None:
+    tokenizers.clip_tokenizer(directory)
+    tokenizers.write_model_type(directory, "clip")
+
+
+def _gemma(directory: Path) -> None:
+    # Sana's test configures a Gemma2 with `vocab_size=8`: every id a prompt can produce is below 8.
+    pieces = ["<pad>", "<eos>", "<bos>", "<unk>", "\u2581", "a", "e", "o"]
+    tokenizers.unigram_tokenizer(
+        directory, pieces, "<unk>", "GemmaTokenizer", prefix="<bos>", bos_token="<bos>", eos_token="<eos>",
+        pad_token="<pad>", model_max_length=2048,
+    )  # fmt: skip
+    tokenizers.write_model_type(directory, "gemma")
+
+
+def _qwen2_vl(directory: Path) -> None:
+    tokenizers.byte_tokenizer(
+        directory, "Qwen2Tokenizer", _QWEN_SPECIALS, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        model_max_length=32768,
+    )  # fmt: skip
+    tokenizers.write_json(directory / "chat_template.json", {"chat_template": _QWEN_CHAT_TEMPLATE})
+    tokenizers.write_json(directory / "preprocessor_config.json", _QWEN_IMAGE_PROCESSOR)
+    tokenizers.write_json(directory / "processor_config.json", {"processor_class": "Qwen2VLProcessor"})
+    # EasyAnimate's test feeds its hidden states to a transformer with `text_embed_dim=16`.
+    _save_model(
+        directory, "Qwen2VLForConditionalGeneration", "Qwen2VLConfig",
+        text_config={
+            "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+            "num_key_value_heads": 2, "vocab_size": 151936, "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]},
+        },
+        vision_config={"depth": 2, "embed_dim": 16, "hidden_size": 16, "num_heads": 2, "mlp_ratio": 2},
+        image_token_id=_QWEN_SPECIALS["<|image_pad|>"], video_token_id=_QWEN_SPECIALS["<|video_pad|>"],
+        vision_start_token_id=_QWEN_SPECIALS["<|vision_start|>"], vision_end_token_id=_QWEN_SPECIALS["<|vision_end|>"],
+    )  # fmt: skip
+
+
+def _bert(directory: Path) -> None:
+    tokenizers.wordpiece_tokenizer(directory)
+    bert = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37}
+    _save_model(directory, "BertModel", "BertConfig", vocab_size=1000, **bert)
+
+
+def _hunyuan_video_llama(directory: Path) -> None:
+    # The test's LlamaConfig: bos 0, pad 1, eos 2, vocab 1000; bytes follow the specials.
+    tokenizers.byte_tokenizer(
+        directory / "tokenizer", "LlamaTokenizer", {"<s>": 0, "<pad>": 1, "</s>": 2}, first_byte=3,
+        bos_token="<s>", eos_token="</s>", pad_token="<pad>", model_max_length=4096,
+    )  # fmt: skip
+    tokenizers.write_model_type(directory / "tokenizer", "llama")
+
+
+STAND_INS: dict[str, Writer] = {
+    "hf-internal-testing/tiny-random-clip": _clip,
+    "hf-internal-testing/tiny-random-t5": _t5,
+    "hf-internal-testing/tiny-random-T5Model": _t5,
+    "hf-internal-testing/tiny-random-T5ForConditionalGeneration": _t5,
+    "hf-internal-testing/tiny-random-umt5": _umt5,
+    "hf-internal-testing/dummy-gemma": _gemma,
+    "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration": _qwen2_vl,
+    "hf-internal-testing/tiny-random-BertModel": _bert,
+    "finetrainers/dummy-hunyaunvideo": _hunyuan_video_llama,
+}
+"""Hub id -> what writes its stand-in repository (files at the snapshot's root)."""
+
+
+def missing_stand_ins(hub_ids: tuple[str, ...]) -> list[str]:
+    """The ids a test loads that this module has no stand-in for."""
+    return [repo_id for repo_id in hub_ids if repo_id not in STAND_INS]
+
+
+def go_offline() -> Path:
+    """Switch the Hub off for this process and point its cache at the stand-ins (built if missing)."""
+    cache = _cache_dir()
+    # Before anything imports huggingface_hub, which reads them once.
+    os.environ.update({**OFFLINE, "HF_HUB_CACHE": str(cache), "HUGGINGFACE_HUB_CACHE": str(cache)})
+    for repo_id, write in STAND_INS.items():
+        _build(cache, repo_id, write)
+    return cache
+
+
+def _cache_dir() -> Path:
+    """One directory per set of recipes (this package's source) and library versions that write the files."""
+    digest = hashlib.sha256()
+    for module in sorted(Path(__file__).parent.glob("*hub*.py")):
+        digest.update(module.read_bytes())
+    for library in ("transformers", "tokenizers", "torch", "huggingface_hub"):
+        try:
+            digest.update(f"{library}={metadata.version(library)}".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{library}=none".encode())
+    base = os.environ.get("CODEMOD_HUB_CACHE") or Path.home() / ".cache" / "diffusers-codemod" / "offline-hub"
+    return Path(base) / digest.hexdigest()[:16]
+
+
+def _build(cache: Path, repo_id: str, write: Writer) -> None:
+    """`models--org--name/{refs/main, snapshots/<commit>/...}` as huggingface_hub lays out its cache.
+
+    Built aside and renamed into place: the two workers of a run may build the same repository at once.
+    """
+    final = cache / f"models--{repo_id.replace('/', '--')}"
+    if final.is_dir():
+        return
+    commit = hashlib.sha1(repo_id.encode()).hexdigest()
+    staging = cache / f".staging-{os.getpid()}" / final.name
+    shutil.rmtree(staging, ignore_errors=True)
+    write(staging / "snapshots" / commit)
+    (staging / "refs").mkdir(parents=True)
+    (staging / "refs" / "main").write_text(commit)
+    try:
+        staging.rename(final)
+    except OSError:
+        if not final.is_dir():
+            raise
+    finally:
+        shutil.rmtree(staging.parent, ignore_errors=True)
