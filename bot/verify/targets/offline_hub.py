@@ -113,6 +113,26 @@ def _gemma(directory: Path) -> None:
     tokenizers.write_model_type(directory, "gemma")
 
 
+def _gemma3(directory: Path) -> None:
+    # LTX-2's tests size their connectors from the encoder's own config: any small Gemma 3 fits.
+    tokenizers.unigram_tokenizer(
+        directory, tokenizers.letter_pieces("<pad>", "<eos>", "<bos>", "<unk>"), "<unk>", "GemmaTokenizer",
+        prefix="<bos>", bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", model_max_length=2048,
+    )  # fmt: skip
+    _save_model(
+        directory, "Gemma3ForConditionalGeneration", "Gemma3Config",
+        text_config={
+            "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "head_dim": 8, "vocab_size": 1000, "sliding_window": 64,
+        },
+        vision_config={
+            "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+            "image_size": 28, "patch_size": 14,
+        },
+        mm_tokens_per_image=4, image_token_index=999, boi_token_index=998, eoi_token_index=997,
+    )  # fmt: skip
+
+
 def _qwen2_vl(directory: Path) -> None:
     tokenizers.byte_tokenizer(
         directory, "Qwen2Tokenizer", _QWEN_SPECIALS, eos_token="<|im_end|>", pad_token="<|endoftext|>",
@@ -156,6 +176,7 @@ STAND_INS: dict[str, Writer] = {
     "hf-internal-testing/tiny-random-T5ForConditionalGeneration": _t5,
     "hf-internal-testing/tiny-random-umt5": _umt5,
     "hf-internal-testing/dummy-gemma": _gemma,
+    "hf-internal-testing/tiny-gemma3": _gemma3,
     "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration": _qwen2_vl,
     "hf-internal-testing/tiny-random-BertModel": _bert,
     "finetrainers/dummy-hunyaunvideo": _hunyuan_video_llama,
