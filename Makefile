@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # On 2 shared cores, two torch threads give 100x latency spikes.
 export OMP_NUM_THREADS := 1
 
-.PHONY: install demo test benchmark clean
+.PHONY: install demo test benchmark verify-main clean
 
 install: $(STAMP)
 
@@ -48,5 +48,11 @@ test: install
 benchmark: install .venv-bench/bin/fixit
 	$(BIN)/python benchmarks/run.py --profile
 
+# The whole verifier on a diffusers checkout (main): coverage by rule and reason, timings (into verify-main/).
+# Arguments for `codemod verify` go in VERIFY_ARGS, e.g. VERIFY_ARGS="--device cuda".
+verify-main: install
+	@test -n "$(CHECKOUT)" || { echo "usage: make verify-main CHECKOUT=path/to/diffusers [VERIFY_ARGS=...]"; exit 2; }
+	$(BIN)/python benchmarks/verify_main.py $(CHECKOUT) --out verify-main -- $(VERIFY_ARGS)
+
 clean:
-	rm -rf $(VENV) .venv-bench demo .codemod_cache .pytest_cache
+	rm -rf $(VENV) .venv-bench demo verify-main .codemod_cache .pytest_cache

@@ -7,6 +7,8 @@ slicing on (the per-slice path). Configurations follow diffusers' own tiny model
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,15 +41,13 @@ def register_vae(recipe: VaeRecipe) -> None:
 
         def run() -> Any:
             with torch.no_grad():
-                encoded_decoded = (
-                    forward(sample, return_dict=False, **recipe.forward_kwargs) if sample is not None else None
-                )
-                vae.use_slicing = True
-                try:
+                if sample is not None:
+                    whole = forward(sample, return_dict=False, **recipe.forward_kwargs)
+                else:
+                    whole = decode(latents[:1], return_dict=False, **recipe.decode_kwargs)
+                with slicing(vae):
                     sliced = decode(latents, return_dict=False, **recipe.decode_kwargs)
-                finally:
-                    vae.use_slicing = False
-            return encoded_decoded, sliced
+            return whole, sliced
 
         def compile_with(compiler: Any) -> None:
             forward.compile_with(compiler)
@@ -55,8 +55,43 @@ def register_vae(recipe: VaeRecipe) -> None:
 
         return Workload(run=run, unit="forward", units=1, model=vae, compile_with=compile_with)
 
-    what = ("forward, then " if recipe.sample else "") + "sliced decode of a 2-sample batch"
+    what = ("forward" if recipe.sample else "decode of one sample") + ", then sliced decode of a 2-sample batch"
     target(recipe.cls, "model", (recipe.cls,), what)(build)
+
+
+@contextmanager
+def slicing(vae: Any) -> Iterator[None]:
+    """`use_slicing` on for the block: a batch is encoded and decoded one sample at a time (its own code path)."""
+    vae.use_slicing = True
+    try:
+        yield
+    finally:
+        vae.use_slicing = False
+
+
+def sliced_forward_workload(vae: Any, inputs: dict[str, Any]) -> Any:
+    """A checkout test's autoencoder: its forward as the test configures it, then twice the batch, sliced."""
+    import torch
+
+    from bot.verify.workload import Slot, Workload
+
+    batch = next(value.shape[0] for value in inputs.values() if isinstance(value, torch.Tensor) and value.dim())
+    doubled = {
+        name: torch.cat([value, value])
+        if isinstance(value, torch.Tensor) and value.dim() and len(value) == batch
+        else value
+        for name, value in inputs.items()
+    }
+    forward = Slot(vae)
+
+    def run() -> Any:
+        with torch.no_grad():
+            whole = forward(**inputs, return_dict=False)
+            with slicing(vae):
+                sliced = forward(**doubled, return_dict=False)
+        return whole, sliced
+
+    return Workload(run=run, unit="forward", units=1, model=vae, compile_with=forward.compile_with)
 
 
 _KL_2D = {

@@ -77,6 +77,7 @@ def cannot_run(spec: TargetSpec, error: str) -> str:
 
 
 def _build(name: str, tests_dir: Path, device: Any) -> Any:
+    from bot.verify.targets.autoencoders import sliced_forward_workload
     from bot.verify.workload import model_workload, pipeline_workload, to_device
 
     relative, _, class_name = name.partition(SEPARATOR)
@@ -98,4 +99,6 @@ def _build(name: str, tests_dir: Path, device: Any) -> Any:
     else:
         init, inputs = test.prepare_init_args_and_inputs_for_common()
     model = test.model_class(**init).eval().to(device)
+    if hasattr(model, "use_slicing"):
+        return sliced_forward_workload(model, to_device(inputs, device))
     return model_workload(model, model, {**to_device(inputs, device), "return_dict": False})
