@@ -8,7 +8,7 @@ from bot.verify.targets.from_tests import cannot_run, spec_for
 from bot.verify.targets.offline_hub import missing_stand_ins
 from bot.verify.targets.test_sources import CheckoutTest, configured_classes
 
-ADAPTER_STYLE = '''
+ADAPTER_STYLE = """
 TOKENIZER = "hf-internal-testing/tiny-random-clip"
 
 
@@ -25,7 +25,7 @@ class AdapterTests:
 class FullAdapterFastTests(AdapterTests, unittest.TestCase):
     def get_dummy_components(self):
         return super().get_dummy_components("full")
-'''
+"""
 
 TESTER_CONFIG_STYLE = """
 class FluxTesterConfig(BasePipelineTesterConfig):
@@ -44,6 +44,18 @@ class FluxTesterConfig(BasePipelineTesterConfig):
 
 class TestFlux(FluxTesterConfig, PipelineTesterMixin):
     pass
+"""
+
+WRAPPER_STYLE = """
+class CosmosPipelineWrapper(CosmosTextToWorldPipeline):
+    pass
+
+
+class CosmosFastTests(PipelineTesterMixin, unittest.TestCase):
+    pipeline_class = CosmosPipelineWrapper
+
+    def get_dummy_components(self):
+        return {}
 """
 
 MODEL_STYLE = """
@@ -84,6 +96,11 @@ def test_hub_ids_in_class_attributes_count_and_test_methods_do_not(tmp_path: Pat
     config, subclass = _classes(tmp_path, TESTER_CONFIG_STYLE)
     assert (config.name, config.hub_ids) == ("FluxTesterConfig", ("hf-internal-testing/tiny-random-t5",))
     assert (subclass.name, subclass.configures) == ("TestFlux", "FluxPipeline")
+
+
+def test_a_tests_own_subclass_of_a_pipeline_configures_the_pipeline(tmp_path: Path) -> None:
+    (cosmos,) = _classes(tmp_path, WRAPPER_STYLE)
+    assert (cosmos.name, cosmos.configures) == ("CosmosFastTests", "CosmosTextToWorldPipeline")
 
 
 def test_a_model_configuration_names_its_model_class(tmp_path: Path) -> None:

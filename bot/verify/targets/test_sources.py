@@ -40,18 +40,20 @@ def configured_classes(path: Path) -> list[CheckoutTest]:
         lineage = _lineage(node, classes)
         methods = {k: v for cls in reversed(lineage) for k, v in _methods(cls).items()}
         attributes = {k: v for cls in reversed(lineage) for k, v in _attributes(cls).items()}
-        configured = _configures(methods, attributes)
+        configured = _configures(methods, attributes, classes)
         if configured is not None:
             hub_ids = _hub_ids(lineage, methods, {**constants, **_string_constants_of(attributes)})
             found.append(CheckoutTest(node.name, *configured, hub_ids))
     return found
 
 
-def _configures(methods: dict[str, ast.FunctionDef], attributes: dict[str, ast.expr]) -> tuple[str, str] | None:
+def _configures(
+    methods: dict[str, ast.FunctionDef], attributes: dict[str, ast.expr], classes: dict[str, ast.ClassDef]
+) -> tuple[str, str] | None:
     pipeline, model = attributes.get("pipeline_class"), attributes.get("model_class")
     components = methods.get("get_dummy_components")
     if components is not None and isinstance(pipeline, ast.Name) and _needs_no_argument(components):
-        return "pipeline", pipeline.id
+        return "pipeline", _wrapped(pipeline.id, classes)
     if {"get_init_dict", "get_dummy_inputs", "model_class"} <= methods.keys():
         returned = [n.value for n in ast.walk(methods["model_class"]) if isinstance(n, ast.Return)]
         if returned and isinstance(returned[0], ast.Name):
@@ -59,6 +61,16 @@ def _configures(methods: dict[str, ast.FunctionDef], attributes: dict[str, ast.e
     if "prepare_init_args_and_inputs_for_common" in methods and isinstance(model, ast.Name):
         return "model", model.id
     return None
+
+
+def _wrapped(name: str, classes: dict[str, ast.ClassDef]) -> str:
+    """The diffusers class behind a test's own subclass of it (`class CosmosPipelineWrapper(CosmosPipeline)`)."""
+    while name in classes:
+        bases = [b.id for b in classes[name].bases if isinstance(b, ast.Name)]
+        if not bases:
+            break
+        name = bases[0]
+    return name
 
 
 def _lineage(node: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> list[ast.ClassDef]:
