@@ -160,6 +160,21 @@ def _bert(directory: Path) -> None:
     _save_model(directory, "BertModel", "BertConfig", vocab_size=1000, **bert)
 
 
+def _roberta(directory: Path) -> None:
+    tokenizers.byte_tokenizer(
+        directory, "RobertaTokenizer", {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4}, first_byte=5,
+        bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>", mask_token="<mask>",
+        model_max_length=512,
+    )  # fmt: skip
+    tokenizers.write_model_type(directory, "roberta")
+
+
+def _clap(directory: Path) -> None:
+    # AudioLDM 2's test takes only the feature extractor (CLAP's defaults) from this repository.
+    tokenizers.write_json(directory / "preprocessor_config.json", {"feature_extractor_type": "ClapFeatureExtractor"})
+    tokenizers.write_model_type(directory, "clap")
+
+
 def _hunyuan_video_llama(directory: Path) -> None:
     # The test's LlamaConfig: bos 0, pad 1, eos 2, vocab 1000; bytes follow the specials.
     tokenizers.byte_tokenizer(
@@ -179,6 +194,8 @@ STAND_INS: dict[str, Writer] = {
     "hf-internal-testing/tiny-gemma3": _gemma3,
     "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration": _qwen2_vl,
     "hf-internal-testing/tiny-random-BertModel": _bert,
+    "hf-internal-testing/tiny-random-roberta": _roberta,
+    "hf-internal-testing/tiny-random-ClapModel": _clap,
     "finetrainers/dummy-hunyaunvideo": _hunyuan_video_llama,
 }
 """Hub id -> what writes its stand-in repository (files at the snapshot's root)."""
