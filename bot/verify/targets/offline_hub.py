@@ -113,12 +113,17 @@ def _gemma(directory: Path) -> None:
     tokenizers.write_model_type(directory, "gemma")
 
 
-def _gemma3(directory: Path) -> None:
-    # LTX-2's tests size their connectors from the encoder's own config: any small Gemma 3 fits.
+def _gemma3_tokenizer(directory: Path) -> None:
     tokenizers.unigram_tokenizer(
         directory, tokenizers.letter_pieces("<pad>", "<eos>", "<bos>", "<unk>"), "<unk>", "GemmaTokenizer",
         prefix="<bos>", bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", model_max_length=2048,
     )  # fmt: skip
+    tokenizers.write_model_type(directory, "gemma3_text")
+
+
+def _gemma3(directory: Path) -> None:
+    # LTX-2's tests size their connectors from the encoder's own config: any small Gemma 3 fits.
+    _gemma3_tokenizer(directory)
     _save_model(
         directory, "Gemma3ForConditionalGeneration", "Gemma3Config",
         text_config={
@@ -133,11 +138,16 @@ def _gemma3(directory: Path) -> None:
     )  # fmt: skip
 
 
-def _qwen2_vl(directory: Path) -> None:
+def _qwen_tokenizer(directory: Path) -> None:
     tokenizers.byte_tokenizer(
         directory, "Qwen2Tokenizer", _QWEN_SPECIALS, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         model_max_length=32768,
     )  # fmt: skip
+    tokenizers.write_model_type(directory, "qwen2")
+
+
+def _qwen2_vl(directory: Path) -> None:
+    _qwen_tokenizer(directory)  # the model below rewrites config.json as Qwen2-VL's
     tokenizers.write_json(directory / "chat_template.json", {"chat_template": _QWEN_CHAT_TEMPLATE})
     tokenizers.write_json(directory / "preprocessor_config.json", _QWEN_IMAGE_PROCESSOR)
     tokenizers.write_json(directory / "processor_config.json", {"processor_class": "Qwen2VLProcessor"})
@@ -158,6 +168,53 @@ def _bert(directory: Path) -> None:
     tokenizers.wordpiece_tokenizer(directory)
     bert = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37}
     _save_model(directory, "BertModel", "BertConfig", vocab_size=1000, **bert)
+
+
+def _llama_tokenizer(directory: Path) -> None:
+    tokenizers.byte_tokenizer(
+        directory, "LlamaTokenizer", {"<unk>": 0, "<s>": 1, "</s>": 2}, first_byte=3,
+        bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="</s>", model_max_length=2048,
+    )  # fmt: skip
+    tokenizers.write_model_type(directory, "llama")
+
+
+def _llama(directory: Path) -> None:
+    # HiDream's test reads its hidden states into `caption_channels=[32, 16]` (T5, then this).
+    _llama_tokenizer(directory)
+    _save_model(
+        directory, "LlamaForCausalLM", "LlamaConfig", hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
+    )  # fmt: skip
+
+
+def _glm4_tokenizer(directory: Path) -> None:
+    # CogView4's test loads it with trust_remote_code; a plain fast tokenizer with GLM-4's padding token serves.
+    tokenizers.byte_tokenizer(
+        directory, "PreTrainedTokenizerFast", {"<|endoftext|>": 151329}, pad_token="<|endoftext|>",
+        eos_token="<|endoftext|>", model_max_length=8192,
+    )  # fmt: skip
+    tokenizers.write_model_type(directory, "glm")
+
+
+def _siglip(directory: Path) -> None:
+    # Framepack's test projects the image embeddings with `image_proj_dim=32`.
+    tokenizers.write_json(
+        directory / "preprocessor_config.json",
+        {"image_processor_type": "SiglipImageProcessor", "size": {"height": 30, "width": 30}},
+    )
+    _save_model(
+        directory, "SiglipVisionModel", "SiglipVisionConfig", hidden_size=32, intermediate_size=37,
+        num_hidden_layers=2, num_attention_heads=4, image_size=30, patch_size=2,
+    )  # fmt: skip
+
+
+def _dpt(directory: Path) -> None:
+    # Stable Diffusion 2's depth test takes the image processor only; its depth model, built in the test, sees 32x32.
+    tokenizers.write_json(
+        directory / "preprocessor_config.json",
+        {"image_processor_type": "DPTImageProcessor", "size": {"height": 32, "width": 32}},
+    )
+    tokenizers.write_model_type(directory, "dpt")
 
 
 def _roberta(directory: Path) -> None:
@@ -195,6 +252,13 @@ STAND_INS: dict[str, Writer] = {
     "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration": _qwen2_vl,
     "hf-internal-testing/tiny-random-BertModel": _bert,
     "hf-internal-testing/tiny-random-roberta": _roberta,
+    "hf-internal-testing/tiny-random-LlamaForCausalLM": _llama,
+    "hf-internal-testing/llama-tokenizer": _llama_tokenizer,
+    "hf-internal-testing/tiny-random-Gemma3ForCausalLM": _gemma3_tokenizer,
+    "hf-internal-testing/tiny-random-SiglipVisionModel": _siglip,
+    "hf-internal-testing/tiny-random-DPTForDepthEstimation": _dpt,
+    "Qwen/Qwen3-Embedding-0.6B": _qwen_tokenizer,
+    "THUDM/glm-4-9b-chat": _glm4_tokenizer,
     "hf-internal-testing/tiny-random-ClapModel": _clap,
     "finetrainers/dummy-hunyaunvideo": _hunyuan_video_llama,
 }
