@@ -159,6 +159,8 @@ def _target_result(
         return None  # a test-derived target this environment cannot run: its rewrites stay unverified
     covered += _imports_for(covered, changes.rewrites)
     rules = sorted({rule for rewrite in covered for rule in rewrite.rules})
+    structured = {r.owner for r in covered if set(r.rules) & STRUCTURE_RULES}
+    before, after = before.judged_on(structured), after.judged_on(structured)
     parity = None
     if before.ok and after.ok:
         parity = _parity(before, after, parity_tolerance(rules, tolerance))

@@ -118,12 +118,20 @@ def take_census(
 
 
 def repeated_blocks(workload: Workload) -> dict[str, Any] | None:
-    """What `compile_repeated_blocks` would find: the declared class names and how many modules match."""
-    if workload.model is None:
+    """What `compile_repeated_blocks` would find: the declared class names and how many modules match.
+
+    For the workload's model, and under "by_class" for it and every other model it holds (a
+    pipeline's ControlNet): a DIF003 change is judged on the class it changed.
+    """
+    if workload.model is None and not workload.components:
         return None
-    declared = list(getattr(workload.model, "_repeated_blocks", None) or [])
-    found = sum(type(module).__name__ in declared for module in workload.model.modules())
-    return {"declared": declared, "found": found}
+    by_class = {type(m).__name__: _blocks_found(m) for m in (*workload.components, workload.model) if m is not None}
+    return {**(_blocks_found(workload.model) if workload.model is not None else {}), "by_class": by_class}
+
+
+def _blocks_found(model: torch.nn.Module) -> dict[str, Any]:
+    declared = list(getattr(model, "_repeated_blocks", None) or [])
+    return {"declared": declared, "found": sum(type(module).__name__ in declared for module in model.modules())}
 
 
 def compile_check(spec: TargetSpec, check: str, request: WorkerRequest) -> dict[str, Any]:

@@ -25,6 +25,8 @@ class Workload:
     model: torch.nn.Module | None = None
     # Swaps the hot callable (a model, a bound method, a pipeline's denoiser) for compiler(it).
     compile_with: Callable[[Compiler], None] | None = None
+    # A pipeline's other models (a ControlNet beside the denoiser): DIF003 evidence for their classes too.
+    components: tuple[torch.nn.Module, ...] = ()
 
 
 class Slot:
@@ -73,7 +75,15 @@ def pipeline_workload(pipeline: Any, kwargs: dict[str, Any], denoiser: str | Non
         setattr(pipeline, denoiser, compiler(getattr(pipeline, denoiser)))
 
     model = getattr(pipeline, denoiser) if denoiser else None
-    workload = Workload(run=run, unit="step", units=1, model=model, compile_with=compile_with if denoiser else None)
+    components = tuple(c for c in pipeline.components.values() if isinstance(c, torch.nn.Module))
+    workload = Workload(
+        run=run,
+        unit="step",
+        units=1,
+        model=model,
+        compile_with=compile_with if denoiser else None,
+        components=components,
+    )
     return workload
 
 
