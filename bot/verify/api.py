@@ -119,7 +119,7 @@ def _verify_changes(
         undriven = shapes.held_back(changes.rewrites, side_after.lines, side_after.functions)
         for where, places in undriven.items():
             held.setdefault(where, f"{spec.name} ran it without driving what decides whether the loop steps: {places}")
-        result = _target_result(spec, side_before, side_after, changes, device, tolerance, set(undriven))
+        result = _target_result(spec, side_before, side_after, changes, device, tolerance, frozenset(undriven))
         if result is None:
             if spec.best_effort and not side_before.ok and not side_after.ok:
                 why = cannot_run(spec, side_after.error or "")
@@ -141,7 +141,7 @@ def _target_result(
     changes: ChangeSet,
     device: str,
     tolerance: float,
-    withheld: set[str],
+    withheld: frozenset[str] = frozenset(),
 ) -> TargetResult | None:
     """The result of one target, or None when it ran fine and went through none of the rewrites.
 
