@@ -141,7 +141,7 @@ def _gemma3(directory: Path) -> None:
 def _qwen_tokenizer(directory: Path) -> None:
     tokenizers.byte_tokenizer(
         directory, "Qwen2Tokenizer", _QWEN_SPECIALS, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-        model_max_length=32768,
+        model_max_length=32768, chat_template=_QWEN_CHAT_TEMPLATE,
     )  # fmt: skip
     tokenizers.write_model_type(directory, "qwen2")
 
