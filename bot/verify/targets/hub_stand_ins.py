@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bot.verify.targets import hub_tokenizers as tokenizers
 
@@ -50,13 +51,18 @@ _QWEN_SPECIALS = {
 
 
 def _save_model(directory: Path, model_class: str, config_class: str, **config: object) -> None:
-    """`model_class(config_class(**config))` with weights drawn from seed 0, saved as safetensors."""
-    import torch
+    """transformers' `model_class(config_class(**config))` with weights drawn from seed 0, saved as safetensors."""
     import transformers
 
-    torch.manual_seed(0)
-    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config))
+    model = _seeded(lambda: getattr(transformers, model_class)(getattr(transformers, config_class)(**config)))
     model.save_pretrained(str(directory), safe_serialization=True)
+
+
+def _seeded(build: Callable[[], Any]) -> Any:
+    import torch
+
+    torch.manual_seed(0)
+    return build()
 
 
 def _t5(directory: Path) -> None:
@@ -196,6 +202,20 @@ def _dpt(directory: Path) -> None:
     tokenizers.write_model_type(directory, "dpt")
 
 
+def _chatglm3(directory: Path) -> None:
+    # Kolors' tests: diffusers' own ChatGLM model and tokenizer (a sentencepiece model, trained here on the
+    # alphabet); its UNet takes `cross_attention_dim=8`, the encoder's width.
+    from diffusers.pipelines.kolors.text_encoder import ChatGLMConfig, ChatGLMModel
+
+    tokenizers.sentencepiece_model(directory / "tokenizer.model")
+    tokenizers.write_config(directory, "ChatGLMTokenizer", padding_side="left", model_max_length=256)
+    config = ChatGLMConfig(
+        num_layers=2, padded_vocab_size=100, hidden_size=8, ffn_hidden_size=16, kv_channels=4, num_attention_heads=2,
+        seq_length=256, original_rope=True,
+    )  # fmt: skip
+    _seeded(lambda: ChatGLMModel(config)).save_pretrained(str(directory), safe_serialization=True)
+
+
 def _roberta(directory: Path) -> None:
     tokenizers.byte_tokenizer(
         directory, "RobertaTokenizer", {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4}, first_byte=5,
@@ -231,6 +251,7 @@ STAND_INS: dict[str, Writer] = {
     "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration": _qwen2_vl,
     "hf-internal-testing/tiny-random-BertModel": _bert,
     "hf-internal-testing/tiny-random-roberta": _roberta,
+    "hf-internal-testing/tiny-random-chatglm3-6b": _chatglm3,
     "hf-internal-testing/tiny-random-LlamaForCausalLM": _llama,
     "hf-internal-testing/llama-tokenizer": _llama_tokenizer,
     "hf-internal-testing/tiny-random-Gemma3ForCausalLM": _gemma3_tokenizer,

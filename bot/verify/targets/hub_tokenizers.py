@@ -126,3 +126,20 @@ def wordpiece_tokenizer(directory: Path, tokenizer_class: str = "BertTokenizer",
         mask_token="[MASK]",
         model_max_length=max_length,
     )
+
+
+def sentencepiece_model(path: Path) -> None:
+    """A sentencepiece model trained on the alphabet (for tokenizers that read `tokenizer.model` themselves)."""
+    import io
+
+    import sentencepiece
+
+    rotations = [" ".join(_LETTERS[i:] + _LETTERS[:i]) for i in range(len(_LETTERS))]
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(rotations), model_writer=model, vocab_size=40, model_type="unigram",
+        character_coverage=1.0, unk_id=0, bos_id=1, eos_id=2, pad_id=-1, hard_vocab_limit=False,
+        num_threads=1, minloglevel=2,
+    )  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(model.getvalue())
