@@ -15,33 +15,15 @@ would need re-wrapping is declined rather than written badly.
 from __future__ import annotations
 
 import ast
-import itertools
 import re
 from dataclasses import dataclass
 
-from codemods.analysis.device_moves import DeviceMove, changed_in_place
+from codemods.analysis.device_moves import changed_in_place
+from codemods.device_getter_decorator import cache_decorator, tuple_spelling
+from codemods.device_getter_sites import Site, consecutive_run, hoistable_statement, ternary_move
 from codemods.findings import Edit, ImportRequest
 from codemods.project import TreeInfo
-from codemods.source import Ancestors, SourceFile, dotted_name
-
-_CACHED_HELPER = "lru_cache_unless_export"
-_NOT_HOISTABLE = (
-    ast.IfExp, ast.BoolOp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr,
-    ast.Await, ast.Yield, ast.YieldFrom,
-)  # fmt: skip
-_SIMPLE_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
-
-
-@dataclass(frozen=True)
-class Site:
-    """One `self.<attribute>.to(<device>)` in a method of a class."""
-
-    call: ast.Call
-    attribute: str
-    move: DeviceMove
-    ancestors: Ancestors
-    method: ast.FunctionDef
-    hot: bool
+from codemods.source import SourceFile, dotted_name
 
 
 @dataclass(frozen=True)
@@ -102,10 +84,10 @@ class _Planner:
             if _returns_moves(existing) == self.attributes:
                 return ()  # already there (a second pass, or a hand-written one): reuse it
             raise _Declined(f"the class already defines `{self.getter}`, returning something else")
-        decorator, imports = self._decorator()
+        decorator, imports = cache_decorator(self.source, self.tree)
         annotation = "torch.Tensor"
         if len(self.attributes) > 1:
-            annotation = f"{self._tuple()}[{', '.join('torch.Tensor' for _ in self.attributes)}]"
+            annotation = f"{tuple_spelling(self.source)}[{', '.join('torch.Tensor' for _ in self.attributes)}]"
         lines = [
             f"@{decorator}",
             f"def {self.getter}(self, device: torch.device) -> {annotation}:",
@@ -126,30 +108,6 @@ class _Planner:
         )
         return imports
 
-    def _decorator(self) -> tuple[str, tuple[ImportRequest, ...]]:
-        source, tree = self.source, self.tree
-        package = source.module if source.path.endswith("__init__.py") else source.package
-        if _CACHED_HELPER in tree.torch_utils_names and tree.root and package.split(".")[0] == tree.package:
-            if _imported_names(source.tree).get(_CACHED_HELPER):
-                return f"{_CACHED_HELPER}(maxsize=None)", ()
-            module = _torch_utils_spelling(source.tree, package, tree.package)
-            return f"{_CACHED_HELPER}(maxsize=None)", (ImportRequest(module, _CACHED_HELPER),)
-        # A tree without the helper (diffusers before 2026-03): the standard library's cache.
-        if any(
-            isinstance(n, ast.Import) and any(a.name == "functools" and not a.asname for a in n.names)
-            for n in source.tree.body
-        ):
-            return "functools.lru_cache(maxsize=None)", ()
-        if _imported_names(source.tree).get("lru_cache") == "functools":
-            return "lru_cache(maxsize=None)", ()
-        return "functools.lru_cache(maxsize=None)", (ImportRequest("", "functools"),)
-
-    def _tuple(self) -> str:
-        text = self.source.text
-        if "from __future__ import annotations" in text or re.search(r"\btuple\[", text):
-            return "tuple"
-        return "Tuple" if _imported_names(self.source.tree).get("Tuple") == "typing" else "tuple"
-
     def _rewrite_method(self, method: ast.FunctionDef, sites: list[Site]) -> None:
         mutated = changed_in_place(method, [s.call for s in sites])
         if mutated is not None:
@@ -165,7 +123,7 @@ class _Planner:
         taken = {n.id for n in ast.walk(method) if isinstance(n, ast.Name)} | {
             a.arg for a in ast.walk(method.args) if isinstance(a, ast.arg)
         }
-        statements = [_hoistable_statement(self.source, site, taken) for site in remaining]
+        statements = [hoistable_statement(self.source, site, taken, _local(site.attribute)) for site in remaining]
         if any(statement is None for statement in statements):
             # One style per method: where one use cannot be hoisted, every use indexes the tuple.
             for site in remaining:
@@ -179,13 +137,13 @@ class _Planner:
 
     def _rewrite_pairs(self, sites: list[Site]) -> set[int]:
         """`a = self.A.to(d) if d is not None else self.A` for every attribute, one statement after the other."""
-        candidates = [(s, _ternary_move(s)) for s in sites]
+        candidates = [(s, ternary_move(s)) for s in sites]
         candidates = [(s, statement) for s, statement in candidates if statement is not None]
         done: set[int] = set()
         for site, statement in candidates:
             if id(site) in done:
                 continue
-            run = _consecutive_run(self.source, statement, {id(st): s for s, st in candidates}, len(self.attributes))
+            run = consecutive_run(self.source, statement, {id(st): s for s, st in candidates}, len(self.attributes))
             if run is None or sorted(s.attribute for s, _ in run) != sorted(self.attributes):
                 continue
             tests = {self.source.segment(st.value.test) for _, st in run}
@@ -292,114 +250,3 @@ def _returns_moves(method: ast.AST) -> list[str] | None:
             return None
         names.append(name.split(".")[1])
     return names
-
-
-def _imported_names(tree: ast.Module) -> dict[str, str]:
-    """Names bound by top-level `from X import name` (without an alias) -> X (with its dots)."""
-    found = {}
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if alias.asname is None:
-                    found[alias.name] = "." * node.level + (node.module or "")
-    return found
-
-
-def _torch_utils_spelling(tree: ast.Module, package: str, root: str) -> str:
-    """How this file names `<root>.utils.torch_utils`: as an existing import spells it, else relatively."""
-    wanted = f"{root}.utils.torch_utils"
-    parts = package.split(".")
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom):
-            base = parts[: len(parts) - node.level + 1] if node.level else []
-            resolved = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            if resolved == wanted:
-                return "." * node.level + (node.module or "")
-    return "." * len(parts) + "utils.torch_utils"
-
-
-def _ternary_move(site: Site) -> ast.Assign | None:
-    """The statement when the site is `name = self.A.to(d) if d is not None else self.A`."""
-    if len(site.ancestors) < 2:
-        return None
-    ternary, statement = site.ancestors[-1], site.ancestors[-2]
-    if not (isinstance(ternary, ast.IfExp) and ternary.body is site.call and isinstance(statement, ast.Assign)):
-        return None
-    if statement.value is not ternary or len(statement.targets) != 1 or not isinstance(statement.targets[0], ast.Name):
-        return None
-    device, test = site.move.device, ternary.test
-    if not (
-        isinstance(device, ast.Name)
-        and isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == device.id
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.IsNot)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-    ):
-        return None
-    if dotted_name(ternary.orelse) != f"self.{site.attribute}":
-        return None
-    return statement
-
-
-def _consecutive_run(
-    source: SourceFile, statement: ast.stmt, candidates: dict[int, Site], length: int
-) -> list[tuple[Site, ast.Assign]] | None:
-    """`length` candidate statements in a row, on consecutive lines with nothing else on them, starting at `statement`."""
-    body = _enclosing_body(candidates[id(statement)].ancestors, statement)
-    if body is None:
-        return None
-    start = next(i for i, s in enumerate(body) if s is statement)
-    run = body[start : start + length]
-    if len(run) != length or any(id(s) not in candidates for s in run):
-        return None
-    for previous, current in itertools.pairwise(run):
-        if current.lineno != previous.end_lineno + 1:
-            return None
-    if any("#" in source.lines[s.end_lineno - 1][s.end_col_offset :] for s in run) or not _alone(source, run[0], body):
-        return None
-    if any(not _alone(source, s, body) for s in run):
-        return None
-    return [(candidates[id(s)], s) for s in run]
-
-
-def _enclosing_body(ancestors: Ancestors, statement: ast.stmt) -> list[ast.stmt] | None:
-    position = next((i for i, n in enumerate(ancestors) if n is statement), len(ancestors))
-    parent = ancestors[position - 1] if position > 0 else None
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and any(s is statement for s in block):
-            return block
-    for handler in getattr(parent, "handlers", ()):
-        if any(s is statement for s in handler.body):
-            return handler.body
-    return None
-
-
-def _alone(source: SourceFile, statement: ast.stmt, body: list[ast.stmt]) -> bool:
-    """On lines of its own: not after a `:` on its block's header line, no `;` neighbour."""
-    line = source.lines[statement.lineno - 1]
-    if line[: len(line) - len(line.lstrip())] != line[: source.span(statement).column]:
-        return False
-    return all(
-        other is statement or not (other.lineno <= statement.end_lineno and other.end_lineno >= statement.lineno)
-        for other in body
-    )
-
-
-def _hoistable_statement(source: SourceFile, site: Site, taken: set[str]) -> ast.stmt | None:
-    """The simple statement a getter call can go before, evaluated unconditionally where the site was."""
-    if _local(site.attribute) in taken:
-        return None
-    if not isinstance(site.move.device, ast.Name | ast.Attribute) or dotted_name(site.move.device) is None:
-        return None
-    statement_at = max(i for i, n in enumerate(site.ancestors) if isinstance(n, ast.stmt))
-    statement = site.ancestors[statement_at]
-    if not isinstance(statement, _SIMPLE_STATEMENTS):
-        return None
-    if any(isinstance(n, _NOT_HOISTABLE) for n in site.ancestors[statement_at:]):
-        return None
-    body = _enclosing_body(site.ancestors, statement)
-    return statement if body is not None and _alone(source, statement, body) else None

@@ -256,3 +256,13 @@ def dotted_name(node: ast.AST) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+def call_argument(call: ast.Call, keyword: str, position: int | None) -> ast.expr | None:
+    """The argument given as `keyword=`, else the one at `position` (None: keyword only, or after a `*args`)."""
+    for item in call.keywords:
+        if item.arg == keyword:
+            return item.value
+    if position is not None and len(call.args) > position and not any(isinstance(a, ast.Starred) for a in call.args):
+        return call.args[position]
+    return None

@@ -17,7 +17,8 @@ from functools import cached_property
 
 from codemods.analysis.attributes import class_attributes
 from codemods.analysis.hot_paths import is_scheduler
-from codemods.analysis.placement import FunctionPlaces, Place, join
+from codemods.analysis.place import Place, join
+from codemods.analysis.placement import FunctionPlaces
 from codemods.source import Ancestors, SourceFile, dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -54,7 +55,11 @@ class ClassPlaces:
         for method in self.methods.values():
             for node in statements(method.body):  # the call is a statement of its own
                 call = node.value if isinstance(node, ast.Expr) else None
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "register_modules":
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "register_modules"
+                ):
                     found.update(k.arg for k in call.keywords if k.arg)
         return frozenset(found)
 

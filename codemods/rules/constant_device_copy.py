@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from codemods.analysis.attributes import class_attributes, module_lineage
 from codemods.analysis.device_moves import DeviceMove, device_move
 from codemods.analysis.hot_paths import hot_paths
-from codemods.device_getters import GetterPlan, Site, plan_getter
+from codemods.device_getter_sites import Site
+from codemods.device_getters import GetterPlan, plan_getter
 from codemods.findings import Finding, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project import TreeInfo

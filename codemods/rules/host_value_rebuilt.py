@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from codemods.analysis.class_places import places_at
 from codemods.analysis.host_reads import host_reads
 from codemods.analysis.hot_paths import hot_paths, is_scheduler
-from codemods.analysis.placement import FunctionPlaces, Place
+from codemods.analysis.place import Place
+from codemods.analysis.placement import FunctionPlaces
 from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.layout import add_keyword_argument, argument_layout
 from codemods.lazy import libcst as cst

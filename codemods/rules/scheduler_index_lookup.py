@@ -6,13 +6,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from codemods.analysis.hot_paths import is_denoising_loop, is_scheduler
-from codemods.analysis.placement import FunctionPlaces, Place
+from codemods.analysis.place import Place
+from codemods.analysis.placement import FunctionPlaces
 from codemods.analysis.types import attribute_types
 from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import SourceFile, dotted_name, spans_a_line, statements
+from codemods.source import SourceFile, call_argument, dotted_name, spans_a_line, statements
 
 if TYPE_CHECKING:
     import libcst
@@ -243,25 +244,18 @@ def _schedule_on_device(method) -> bool:
         if not isinstance(node, ast.Call):
             continue
         if _is_scheduler_call(node, "set_timesteps"):
-            device = _argument(node, "device", 1)
+            device = call_argument(node, "device", 1)
         elif (
             (dotted_name(node.func) or "").endswith(_TIMESTEP_SOURCES)
             and node.args
             and (dotted_name(node.args[0]) == _SCHEDULER)
         ):
-            device = _argument(node, "device", 2)
+            device = call_argument(node, "device", 2)
         else:
             continue
         if device is not None and places.device_place(device) is Place.DEVICE:
             return True
     return False
-
-
-def _argument(call: ast.Call, keyword: str, position: int) -> ast.expr | None:
-    for item in call.keywords:
-        if item.arg == keyword:
-            return item.value
-    return call.args[position] if len(call.args) > position else None
 
 
 def _sets_begin_index(cls: ast.ClassDef) -> bool:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from codemods.analysis.class_places import ClassPlaces, attribute_assignments, class_places
 from codemods.analysis.hot_paths import hot_paths, is_scheduler
-from codemods.analysis.placement import FunctionPlaces, Place
+from codemods.analysis.place import Place
+from codemods.analysis.placement import FunctionPlaces
 from codemods.analysis.sigma_flow import SigmaFlowAnalysis, SigmaUse, Taint
 from codemods.analysis.types import attribute_types
 from codemods.findings import Edit, Finding, FixSafety

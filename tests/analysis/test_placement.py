@@ -6,7 +6,7 @@ import ast
 import textwrap
 
 from codemods.analysis.class_places import places_at
-from codemods.analysis.placement import Place
+from codemods.analysis.place import Place
 from codemods.source import SourceFile
 
 
