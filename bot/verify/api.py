@@ -69,6 +69,7 @@ def verify(
         errors=[str(error) for error in changes.result.errors],
         tolerance=tolerance,
         compile=compile,
+        rewrites={r.where: list(r.rules) for r in changes.rewrites},
     )
 
 

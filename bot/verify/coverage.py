@@ -1,9 +1,11 @@
 """How much of a verification run says something: verdicts per change, by rule and by reason.
 
-A *change* is one rewrite (a contiguous block of changed lines); it takes the verdict of the
-target credited with it, or `unverified` with the reason the report gives. A change with two
-rules counts under each. Unverified reasons fall into a few kinds, so that runs can be compared
-(the report's own text names the target and the lines). No torch import here.
+A *change* is one rewrite (a contiguous block of changed lines, the report's `rewrites`). Several
+targets may run it (a VAE's decode runs in every pipeline that holds the VAE): it is `failed` or
+`regressed` if any of them says so, else `verified` if one showed its rule's evidence, else
+`no-gain`; `unverified` (with the reason the report gives) when no target vouched for it. A
+change with two rules counts under each. Unverified reasons fall into a few kinds, so that runs
+can be compared (the report's own text names the target and the lines). No torch import here.
 """
 
 from __future__ import annotations
@@ -73,15 +75,29 @@ class Coverage:
         return "\n".join(lines)
 
 
-def coverage_of(report: dict[str, Any]) -> Coverage:
-    """The coverage of a `VerifyReport.to_json()` report."""
+def coverage_of(report: dict[str, Any], rules: dict[str, list[str]] | None = None) -> Coverage:
+    """The coverage of a `VerifyReport.to_json()` report.
+
+    `rules` (change -> rules) stands in for the report's own `rewrites` where an older report has none.
+    """
+    rules = report.get("rewrites") or rules or {}
+    verdicts: dict[str, str] = {}
+    reasons: dict[str, str | None] = {}
     coverage = Coverage()
     for entry in report["targets"]:
-        verdict, changes = entry["verdict"], len(entry["rewrites"])
-        coverage.entries[verdict] += 1
-        coverage.changes[verdict] += changes
-        for rule in entry["rules"]:
-            coverage.by_rule.setdefault(rule, Counter())[verdict] += changes
+        coverage.entries[entry["verdict"]] += 1
+        for where in entry["rewrites"]:
+            rules.setdefault(where, entry["rules"])
+            if where not in verdicts or _RANK[entry["verdict"]] < _RANK[verdicts[where]]:
+                verdicts[where], reasons[where] = entry["verdict"], entry.get("error")
+    for where, verdict in verdicts.items():
+        coverage.changes[verdict] += 1
+        for rule in rules[where]:
+            coverage.by_rule.setdefault(rule, Counter())[verdict] += 1
         if verdict == "unverified":
-            coverage.reasons[reason_kind(entry.get("error"))] += changes
+            coverage.reasons[reason_kind(reasons[where])] += 1
     return coverage
+
+
+# Which verdict a change takes when several targets ran it: harm first, then evidence.
+_RANK = {verdict: rank for rank, verdict in enumerate(("failed", "regressed", "verified", "no-gain", "unverified"))}

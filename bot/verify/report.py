@@ -67,6 +67,7 @@ class VerifyReport:
     errors: list[str] = field(default_factory=list)  # engine errors (a file it could not handle)
     tolerance: float = 1e-4
     compile: bool = False
+    rewrites: dict[str, list[str]] = field(default_factory=dict)  # every change, "path:line" -> its rules
 
     def exit_code(self) -> int:
         """0 only if nothing regressed or failed (unverified and no-gain changes do not fail a run)."""
@@ -89,6 +90,7 @@ class VerifyReport:
             "exit_code": self.exit_code(),
             "seconds": round(self.seconds, 1),
             "errors": self.errors,
+            "rewrites": self.rewrites,
             "targets": [{**t.to_json(), "device": self.device, "versions": self.versions} for t in self.targets],
         }
 
