@@ -92,6 +92,22 @@ def test_hub_ids_are_followed_through_constants_super_and_self_methods(tmp_path:
     assert full.hub_ids == ("hf-internal-testing/tiny-random-clip", "someone/tiny-adapter")
 
 
+def test_the_diffusers_classes_a_configuration_builds_are_named(tmp_path: Path) -> None:
+    source = (
+        "from diffusers import AutoencoderKL, ControlNetModel, FluxPipeline\n"
+        "from transformers import T5EncoderModel\n\n\n"
+        "class FluxControlTests:\n"
+        "    pipeline_class = FluxPipeline\n\n"
+        "    def get_dummy_components(self):\n"
+        "        return {'vae': AutoencoderKL(), 'controlnet': self.controlnet, 'text_encoder': T5EncoderModel(c)}\n\n"
+        "    @property\n"
+        "    def controlnet(self):\n"
+        "        return ControlNetModel()\n"
+    )
+    (flux,) = _classes(tmp_path, source)
+    assert (flux.configures, flux.builds) == ("FluxPipeline", ("AutoencoderKL", "ControlNetModel"))
+
+
 def test_hub_ids_in_class_attributes_count_and_test_methods_do_not(tmp_path: Path) -> None:
     config, subclass = _classes(tmp_path, TESTER_CONFIG_STYLE)
     assert (config.name, config.hub_ids) == ("FluxTesterConfig", ("hf-internal-testing/tiny-random-t5",))
@@ -112,7 +128,7 @@ def test_only_ids_without_a_stand_in_are_missing() -> None:
 
 
 def test_an_offline_failure_of_a_test_that_loads_an_unknown_repository_needs_the_hub(tmp_path: Path) -> None:
-    spec = spec_for("tests/x.py::T", tmp_path, "pipeline", "P", ("someone/tiny-adapter",))
+    spec = spec_for("tests/x.py::T", tmp_path, "pipeline", ("P",), ("someone/tiny-adapter",))
     error = "OSError: We couldn't connect to 'https://huggingface.co' to load the files"
     assert cannot_run(spec, error) == (
         "needs the Hub: its target tests/x.py::T loads someone/tiny-adapter (no offline stand-in)"
@@ -120,7 +136,7 @@ def test_an_offline_failure_of_a_test_that_loads_an_unknown_repository_needs_the
 
 
 def test_any_other_failure_is_this_environment(tmp_path: Path) -> None:
-    spec = spec_for("tests/x.py::T", tmp_path, "pipeline", "P", ("hf-internal-testing/tiny-random-t5",))
+    spec = spec_for("tests/x.py::T", tmp_path, "pipeline", ("P",), ("hf-internal-testing/tiny-random-t5",))
     assert cannot_run(spec, "ImportError: needs torchvision\nmore") == (
         "its target tests/x.py::T cannot run here: ImportError: needs torchvision"
     )

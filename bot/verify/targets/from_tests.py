@@ -51,19 +51,20 @@ def discover(tests_dir: Path, covered: set[str]) -> list[TargetSpec]:
                 if test.configures in covered:
                     continue
                 name = f"{path.relative_to(tests_dir.parent).as_posix()}{SEPARATOR}{test.name}"
-                spec = spec_for(name, tests_dir, test.kind, test.configures, test.hub_ids)
+                spec = spec_for(name, tests_dir, test.kind, (test.configures, *test.builds), test.hub_ids)
                 candidates.setdefault(test.configures, []).append(spec)
     return [min(specs, key=lambda spec: bool(missing_stand_ins(spec.hub_ids))) for specs in candidates.values()]
 
 
 def spec_for(
-    name: str, tests_dir: Path, kind: str = "", diffusers_class: str = "", hub_ids: tuple[str, ...] = ()
+    name: str, tests_dir: Path, kind: str = "", classes: tuple[str, ...] = (), hub_ids: tuple[str, ...] = ()
 ) -> TargetSpec:
+    """`classes`: the class the test configures first, then the other diffusers classes it builds."""
+
     def build(device: Any) -> Any:
         return _build(name, tests_dir, device)
 
     exercises = f"the configuration and inputs of {name}"
-    classes = (diffusers_class,) if diffusers_class else ()
     return TargetSpec(name, kind or "model", classes, exercises, build, best_effort=True, hub_ids=hub_ids)
 
 

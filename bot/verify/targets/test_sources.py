@@ -26,6 +26,7 @@ class CheckoutTest:
     kind: str  # "pipeline" or "model"
     configures: str  # the diffusers class
     hub_ids: tuple[str, ...]
+    builds: tuple[str, ...] = ()  # the other diffusers classes its configuration builds (a pipeline's components)
 
 
 def configured_classes(path: Path) -> list[CheckoutTest]:
@@ -35,6 +36,7 @@ def configured_classes(path: Path) -> list[CheckoutTest]:
         return []
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     constants = _string_constants(tree.body)
+    from_diffusers = _imported_from_diffusers(tree)
     found = []
     for node in classes.values():
         lineage = _lineage(node, classes)
@@ -42,9 +44,25 @@ def configured_classes(path: Path) -> list[CheckoutTest]:
         attributes = {k: v for cls in reversed(lineage) for k, v in _attributes(cls).items()}
         configured = _configures(methods, attributes, classes)
         if configured is not None:
-            hub_ids = _hub_ids(lineage, methods, {**constants, **_string_constants_of(attributes)})
-            found.append(CheckoutTest(node.name, *configured, hub_ids))
+            reached = _configuring_functions(lineage, methods)
+            hub_ids = _hub_ids(reached, {**constants, **_string_constants_of(attributes)})
+            built = sorted({n.func.id for f in reached for n in ast.walk(f) if _calls_a_name(n)} & from_diffusers)
+            builds = tuple(name for name in built if name != configured[1])
+            found.append(CheckoutTest(node.name, *configured, hub_ids, builds))
     return found
+
+
+def _imported_from_diffusers(tree: ast.Module) -> set[str]:
+    return {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "diffusers"
+        for alias in node.names
+    }
+
+
+def _calls_a_name(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
 
 
 def _configures(
@@ -127,25 +145,35 @@ def _string_constants_of(bound: dict[str, ast.expr]) -> dict[str, str]:
     return {k: v.value for k, v in bound.items() if isinstance(v, ast.Constant) and isinstance(v.value, str)}
 
 
-def _hub_ids(
-    lineage: list[ast.ClassDef], methods: dict[str, ast.FunctionDef], constants: dict[str, str]
-) -> tuple[str, ...]:
-    """Repositories passed to `from_pretrained` by the configuration methods (each class's own, since an
-    override may call `super()`'s) and by the methods and properties they use on `self`."""
+def _configuring_functions(lineage: list[ast.ClassDef], methods: dict[str, ast.FunctionDef]) -> list[ast.FunctionDef]:
+    """The configuration methods (each class's own, since an override may call `super()`'s) and the methods
+    and properties they use on `self`, transitively."""
     pending = [f for cls in lineage for name, f in _methods(cls).items() if name in _CONFIGURING]
-    seen: set[int] = set()
-    ids: set[str] = set()
+    reached: list[ast.FunctionDef] = []
     while pending:
         function = pending.pop()
-        if id(function) in seen:
+        if any(function is seen for seen in reached):
             continue
-        seen.add(id(function))
+        reached.append(function)
+        pending += [methods[name] for name in _used_on_self(function) if name in methods]
+    return reached
+
+
+def _used_on_self(function: ast.FunctionDef) -> set[str]:
+    return {
+        node.attr
+        for node in ast.walk(function)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+    }
+
+
+def _hub_ids(functions: list[ast.FunctionDef], constants: dict[str, str]) -> tuple[str, ...]:
+    """Repositories passed to `from_pretrained` in `functions`."""
+    ids: set[str] = set()
+    for function in functions:
         local = {**constants, **_string_constants(ast.walk(function))}
         for node in ast.walk(function):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-                if node.attr in methods:
-                    pending.append(methods[node.attr])
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
                 value = _string(node.args[0], local) if node.func.attr == "from_pretrained" else None
                 if value is not None and _HUB_ID.match(value):
                     ids.add(value)
