@@ -216,6 +216,19 @@ def _chatglm3(directory: Path) -> None:
     _seeded(lambda: ChatGLMModel(config)).save_pretrained(str(directory), safe_serialization=True)
 
 
+def _consistency_unets(directory: Path) -> None:
+    # The consistency-model pipeline test loads a UNet from each subfolder, the second class-conditional.
+    from diffusers import UNet2DModel
+
+    unet = {
+        "sample_size": 8, "in_channels": 3, "out_channels": 3, "layers_per_block": 1, "block_out_channels": (4, 8),
+        "norm_num_groups": 4, "down_block_types": ("DownBlock2D", "AttnDownBlock2D"),
+        "up_block_types": ("AttnUpBlock2D", "UpBlock2D"),
+    }  # fmt: skip
+    _seeded(lambda: UNet2DModel(**unet)).save_pretrained(str(directory / "test_unet"))
+    _seeded(lambda: UNet2DModel(**unet, num_class_embeds=10)).save_pretrained(str(directory / "test_unet_class_cond"))
+
+
 def _roberta(directory: Path) -> None:
     tokenizers.byte_tokenizer(
         directory, "RobertaTokenizer", {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4}, first_byte=5,
@@ -252,6 +265,7 @@ STAND_INS: dict[str, Writer] = {
     "hf-internal-testing/tiny-random-BertModel": _bert,
     "hf-internal-testing/tiny-random-roberta": _roberta,
     "hf-internal-testing/tiny-random-chatglm3-6b": _chatglm3,
+    "diffusers/consistency-models-test": _consistency_unets,
     "hf-internal-testing/tiny-random-LlamaForCausalLM": _llama,
     "hf-internal-testing/llama-tokenizer": _llama_tokenizer,
     "hf-internal-testing/tiny-random-Gemma3ForCausalLM": _gemma3_tokenizer,
