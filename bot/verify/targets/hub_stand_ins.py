@@ -65,22 +65,22 @@ def _seeded(build: Callable[[], Any]) -> Any:
     return build()
 
 
-def _t5(directory: Path) -> None:
-    tokenizers.unigram_tokenizer(
-        directory, _T5_PIECES, "<unk>", "T5Tokenizer", suffix="</s>", eos_token="</s>", pad_token="<pad>",
-        model_max_length=512, extra_ids=0,
-    )  # fmt: skip
-    t5 = {"d_model": 32, "d_ff": 37, "d_kv": 8, "num_heads": 4, "num_layers": 2, "relative_attention_num_buckets": 8}
-    _save_model(directory, "T5EncoderModel", "T5Config", vocab_size=1000, **t5)
+def _t5_family(model_class: str, config_class: str) -> Writer:
+    """The T5 tokenizer and a T5-shaped encoder 32 wide (the tests' transformers take `text_embed_dim=32`)."""
+
+    def write(directory: Path) -> None:
+        tokenizers.unigram_tokenizer(
+            directory, _T5_PIECES, "<unk>", "T5Tokenizer", suffix="</s>", eos_token="</s>", pad_token="<pad>",
+            model_max_length=512, extra_ids=0,
+        )  # fmt: skip
+        width = {"d_model": 32, "d_ff": 37, "d_kv": 8, "num_heads": 4, "num_layers": 2}
+        _save_model(directory, model_class, config_class, vocab_size=1000, relative_attention_num_buckets=8, **width)
+
+    return write
 
 
-def _umt5(directory: Path) -> None:
-    tokenizers.unigram_tokenizer(
-        directory, _T5_PIECES, "<unk>", "T5Tokenizer", suffix="</s>", eos_token="</s>", pad_token="<pad>",
-        model_max_length=512, extra_ids=0,
-    )  # fmt: skip
-    umt5 = {"d_model": 32, "d_ff": 37, "d_kv": 8, "num_heads": 4, "num_layers": 2, "relative_attention_num_buckets": 8}
-    _save_model(directory, "UMT5EncoderModel", "UMT5Config", vocab_size=1000, **umt5)
+_t5 = _t5_family("T5EncoderModel", "T5Config")
+_umt5 = _t5_family("UMT5EncoderModel", "UMT5Config")
 
 
 def _clip(directory: Path) -> None:
