@@ -19,6 +19,7 @@ import importlib
 import inspect
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,16 @@ def cannot_run(spec: TargetSpec, error: str) -> str:
     return f"its target {spec.name} cannot run here: {first}"
 
 
+def _inversion(test: Any, pipeline: Any) -> Callable[[], Any] | None:
+    """LEdits++ edits the image it last inverted: its tests invert first (`get_dummy_inversion_inputs`)."""
+    if not (hasattr(pipeline, "invert") and hasattr(test, "get_dummy_inversion_inputs")):
+        return None
+    import torch
+
+    inputs = test.get_dummy_inversion_inputs("cpu")
+    return lambda: pipeline.invert(**{**inputs, "generator": torch.Generator().manual_seed(0)})
+
+
 def _build(name: str, tests_dir: Path, device: Any) -> Any:
     from bot.verify.targets.autoencoders import sliced_forward_workload
     from bot.verify.workload import model_workload, pipeline_workload, to_device
@@ -94,7 +105,7 @@ def _build(name: str, tests_dir: Path, device: Any) -> Any:
         inputs = to_device(test.get_dummy_inputs("cpu") if takes_device else test.get_dummy_inputs(), device)
         inputs.pop("generator", None)  # the workload seeds a fresh CPU generator for every call
         denoiser = next((n for n in ("transformer", "unet", "prior") if hasattr(pipeline, n)), None)
-        return pipeline_workload(pipeline, inputs, denoiser)
+        return pipeline_workload(pipeline, inputs, denoiser, _inversion(test, pipeline))
     if hasattr(test, "get_init_dict"):
         init, inputs = test.get_init_dict(), test.get_dummy_inputs()
     else:
