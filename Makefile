@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # On 2 shared cores, two torch threads give 100x latency spikes.
 export OMP_NUM_THREADS := 1
 
-.PHONY: install demo test benchmark sweep browser clean
+.PHONY: install demo test benchmark sweep browser verify-main clean
 
 install: $(STAMP)
 
@@ -59,5 +59,11 @@ sweep: install
 browser:
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
+# The whole verifier on a diffusers checkout (main): coverage by rule and reason, timings (into verify-main/).
+# Arguments for `codemod verify` go in VERIFY_ARGS, e.g. VERIFY_ARGS="--device cuda".
+verify-main: install
+	@test -n "$(CHECKOUT)" || { echo "usage: make verify-main CHECKOUT=path/to/diffusers [VERIFY_ARGS=...]"; exit 2; }
+	$(BIN)/python benchmarks/verify_main.py $(CHECKOUT) --out verify-main -- $(VERIFY_ARGS)
+
 clean:
-	rm -rf $(VENV) .venv-bench demo .codemod_cache .pytest_cache
+	rm -rf $(VENV) .venv-bench demo verify-main .codemod_cache .pytest_cache

@@ -19,12 +19,12 @@ from typing import Any
 
 from bot.verify.changes import ChangeSet, Rewrite, rewrite_copy
 from bot.verify.own_tests import DEFAULT_BUDGET_S, changed_files_tests
-from bot.verify.plan import TreeMap, exercised, targets_to_run
+from bot.verify.plan import LoopShapes, TreeMap, exercised, targets_to_run
 from bot.verify.protocol import WorkerRequest
 from bot.verify.report import TargetResult, VerifyReport
 from bot.verify.runner import run_tree
 from bot.verify.targets import TargetSpec, all_targets
-from bot.verify.targets.from_tests import discover, tests_dir_of
+from bot.verify.targets.from_tests import cannot_run, discover, tests_dir_of
 from bot.verify.verdict import OUTPUT_RULES, STRUCTURE_RULES, Side, judge, parity_tolerance
 
 DEVICES = ("emu", "cuda", "cpu")
@@ -84,6 +84,7 @@ def verify(
         compile=compile,
         own_tests=tests,
         interpreter=str(python or sys.executable),
+        rewrites={r.where: list(r.rules) for r in changes.rewrites},
     )
 
 
@@ -124,18 +125,22 @@ def _verify_changes(
     # one tree at a time, or each would time the other's work.
     with ThreadPoolExecutor(max_workers=1 if device == "cuda" else 2) as pool:
         before, after = pool.map(lambda request: run_tree(request, python=python), requests)
-    results, credited, failed_owners, visited = [], set(), {}, {}
+    results, credited, failed_owners, visited, held = [], set(), {}, {}, {}
+    shapes = LoopShapes(changes.rewritten)
     for spec, first, second in zip(specs, before, after, strict=True):
         side_after = Side.from_result(second)
         for path, functions in side_after.functions.items():
             for owner in {name.split(".")[0] for name in functions}:
                 visited.setdefault((path, owner), []).append(spec.name)
         side_before = Side.from_result(first)
-        result = _target_result(spec, side_before, side_after, changes, device, tolerance)
+        undriven = shapes.held_back(changes.rewrites, side_after.lines, side_after.functions)
+        for where, places in undriven.items():
+            held.setdefault(where, f"{spec.name} ran it without driving what decides whether the loop steps: {places}")
+        result = _target_result(spec, side_before, side_after, changes, device, tolerance, frozenset(undriven))
         if result is None:
             if spec.best_effort and not side_before.ok and not side_after.ok:
-                why = f"its target {spec.name} cannot run here: {_first_line(side_after.error)}"
-                failed_owners.update({owner: why for owner in spec.classes})
+                why = cannot_run(spec, side_after.error or "")
+                failed_owners[spec.classes[0]] = why  # the class it configures; others it builds may run elsewhere
             continue
         if result.verdict == "failed":
             failed_owners.update({owner: f"its target {spec.name} failed" for owner in spec.classes})
@@ -143,14 +148,23 @@ def _verify_changes(
         results.append(result)
         say(f"{spec.name}: {result.verdict}")
     missed = [r for r in changes.rewrites if r.where not in credited]
-    return results + _unverified(missed, failed_owners, visited)
+    return results + _unverified(missed, failed_owners, visited, held)
 
 
 def _target_result(
-    spec: TargetSpec, before: Side, after: Side, changes: ChangeSet, device: str, tolerance: float
+    spec: TargetSpec,
+    before: Side,
+    after: Side,
+    changes: ChangeSet,
+    device: str,
+    tolerance: float,
+    withheld: frozenset[str] = frozenset(),
 ) -> TargetResult | None:
-    """The result of one target, or None when it ran fine and went through none of the rewrites."""
-    covered = [r for r in changes.rewrites if exercised(r, after.lines, after.functions)]
+    """The result of one target, or None when it ran fine and went through none of the rewrites.
+
+    `withheld`: rewrites it ran but cannot vouch for (DIF005 with loop-shaping arguments it never drove).
+    """
+    covered = [r for r in changes.rewrites if exercised(r, after.lines, after.functions) and r.where not in withheld]
     if not covered and before.ok and after.ok:
         return None
     if not covered:
@@ -162,6 +176,8 @@ def _target_result(
         return None  # a test-derived target this environment cannot run: its rewrites stay unverified
     covered += _imports_for(covered, changes.rewrites)
     rules = sorted({rule for rewrite in covered for rule in rewrite.rules})
+    structured = {r.owner for r in covered if set(r.rules) & STRUCTURE_RULES}
+    before, after = before.judged_on(structured), after.judged_on(structured)
     parity = None
     if before.ok and after.ok:
         parity = _parity(before, after, parity_tolerance(rules, tolerance))
@@ -260,15 +276,21 @@ def _parity(before: Side, after: Side, tolerance: float) -> Any:
 
 
 def _unverified(
-    rewrites: list[Rewrite], failed_owners: dict[str, str], visited: dict[tuple[str, str], list[str]]
+    rewrites: list[Rewrite],
+    failed_owners: dict[str, str],
+    visited: dict[tuple[str, str], list[str]],
+    held: dict[str, str] | None = None,
 ) -> list[TargetResult]:
-    """Rewrites no target ran, one entry per class (or function) that holds them, with the reason."""
-    by_owner: dict[tuple[str, str], list[Rewrite]] = {}
+    """Rewrites no target ran (or vouched for), one entry per class (or function) that holds them, with the reason."""
+    held = held or {}
+    by_owner: dict[tuple[str, str, str], list[Rewrite]] = {}
     for rewrite in rewrites:
-        by_owner.setdefault((rewrite.path, rewrite.owner), []).append(rewrite)
+        by_owner.setdefault((rewrite.path, rewrite.owner, held.get(rewrite.where, "")), []).append(rewrite)
     results = []
-    for (path, owner), group in sorted(by_owner.items()):
-        if owner in failed_owners:
+    for (path, owner, held_why), group in sorted(by_owner.items()):
+        if held_why:
+            why = held_why
+        elif owner in failed_owners:
             why = failed_owners[owner]
         elif (path, owner) in visited:
             names = ", ".join(sorted(set(visited[(path, owner)])))
@@ -280,10 +302,6 @@ def _unverified(
         rules = sorted({rule for rewrite in group for rule in rewrite.rules})
         results.append(TargetResult(owner, rules, [r.where for r in group], "unverified", why))
     return results
-
-
-def _first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0][:200] if (text or "").strip() else "no error message"
 
 
 def _compile_checks(specs: list[TargetSpec], tree: TreeMap, rewrites: list[Rewrite]) -> dict[str, list[str]]:

@@ -18,11 +18,14 @@ How ops reach this module (observers see each one once, at this level):
   device=emu)``), ``aten::scalar_tensor`` and ``scaled_dot_product_attention``:
   kernels of their own, see ``_register_kernels`` for why each.
 
-Generators: torch has no Python hook for a PrivateUse1 generator, so
-``torch.Generator("emu")`` fails. Factory ops with ``device=emu`` draw from the
-CPU default generator, and an explicit CPU generator is accepted (CUDA would
-refuse it). Diffusers' ``randn_tensor`` given a CPU generator draws on the CPU
-and copies to the device, as it does on CUDA: one host-to-device copy.
+Generators: torch has no Python hook for a PrivateUse1 generator (its hooks
+cannot make one), so ``torch.Generator("emu")`` is given a CPU generator:
+``torch.Generator`` becomes a subclass that makes one for ``emu`` (torchsde's
+Brownian trees ask for a generator on their tensors' device). Factory ops with
+``device=emu`` draw from the CPU default generator, or from that explicit CPU
+generator, and the result lives on the device, as a CUDA draw would. Diffusers'
+``randn_tensor`` given a CPU generator draws on the CPU and copies to the
+device, as it does on CUDA: one host-to-device copy.
 """
 
 from __future__ import annotations
@@ -289,6 +292,12 @@ def _register_kernels() -> None:
     # (for CUDA it stays on the CPU). Seen whole, the census can tell such a
     # value from a tensor the user put on the device.
     kernels.impl("scalar_tensor", functools.partial(_backend_kernel, aten.scalar_tensor.default), "PrivateUse1")
+    # ``torch.tensor([t])`` with a device scalar ``t`` (AuraFlow's ``torch.tensor([t / 1000])``)
+    # reads each element with the Python key excluded, as ``torch.tensor(data, device=emu)``
+    # copies: the fallback cannot take it, a kernel of its own can. On CUDA it is a sync per element.
+    kernels.impl(
+        "_local_scalar_dense", functools.partial(_backend_kernel, aten._local_scalar_dense.default), "PrivateUse1"
+    )
     # Attention picks its algorithm per device type in C++ (a dispatch stub
     # Python cannot extend); for ``emu`` it would fall back to the math path
     # and differ from CPU in the last bits. Intercepting before the
@@ -316,4 +325,18 @@ def install_emulated_device() -> torch.device:
 
         _setup_privateuseone_for_python_backend(DEVICE_TYPE, backend_module=_BackendModule())
         _register_kernels()
+        torch.Generator = _generator_class(torch.Generator)
     return emulated_device()
+
+
+def _generator_class(base: type[torch.Generator]) -> type[torch.Generator]:
+    class Generator(base):  # type: ignore[misc, valid-type]
+        """``torch.Generator``, with a CPU generator for ``emu`` (see the module's docstring)."""
+
+        def __new__(cls, device: Any = "cpu") -> torch.Generator:
+            return base.__new__(cls, "cpu" if torch.device(device).type == DEVICE_TYPE else device)
+
+        def __init__(self, device: Any = "cpu") -> None:
+            pass  # the base made it in __new__; its __init__ would ask for the emu generator again
+
+    return Generator

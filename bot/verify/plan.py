@@ -2,8 +2,9 @@
 
 A target is run when a file it could reach changed: the file of a class it builds, or a
 module that file imports (one level, relative imports inside the package). Whether it is
-credited with a rewrite is decided after the fact, from the lines its warm-up executed.
-No torch import here.
+credited with a rewrite is decided after the fact, from the lines its warm-up executed, and for
+DIF005 also from whether it drove the arguments that shape the loop after the insertion
+(`LoopShapes`). No torch import here.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from bot.verify.changes import Rewrite
 from bot.verify.targets import TargetSpec
+from codemods.analysis.loop_arguments import LoopShaping, loop_shaping
 
 _CLASS = re.compile(r"^class (\w+)\b", re.MULTILINE)
 
@@ -79,3 +81,44 @@ def exercised(rewrite: Rewrite, lines: dict[str, list[int]], functions: dict[str
     if not rewrite.lines:
         return rewrite.qualname in ran_functions  # a pure deletion: its function ran
     return False
+
+
+class LoopShapes:
+    """Where a pipeline's arguments decide whether the loop after a DIF005 insertion reaches `scheduler.step()`.
+
+    `set_begin_index(0)` is right only if every iteration steps the scheduler once. A target is
+    credited with such a rewrite only if its run went through every place where an argument makes
+    an iteration skip the step or leave the loop (`codemods.analysis.loop_arguments`): a run that
+    never does cannot show that the fix keeps the results.
+    """
+
+    def __init__(self, rewritten: Path) -> None:
+        self.rewritten = rewritten
+        self._places: dict[str, list[LoopShaping]] = {}
+
+    def places(self, rewrite: Rewrite) -> list[LoopShaping]:
+        """The loop-shaping places of the first stepping loop after `rewrite`, in the same function."""
+        if "DIF005" not in rewrite.rules:
+            return []
+        if rewrite.path not in self._places:
+            text = (self.rewritten / rewrite.path).read_text("utf-8", errors="replace")
+            self._places[rewrite.path] = loop_shaping(text)
+        after = [p for p in self._places[rewrite.path] if p.function == rewrite.qualname and p.loop_line > rewrite.line]
+        first = min((p.loop_line for p in after), default=None)
+        return [p for p in after if p.loop_line == first]
+
+    def undriven(self, rewrite: Rewrite, lines: dict[str, list[int]]) -> list[LoopShaping]:
+        ran = set(lines.get(rewrite.path, ()))
+        return [p for p in self.places(rewrite) if p.line is None or p.line not in ran]
+
+    def held_back(
+        self, rewrites: list[Rewrite], lines: dict[str, list[int]], functions: dict[str, list[str]]
+    ) -> dict[str, str]:
+        """`where -> why` for the DIF005 rewrites a run went through without driving their loop's arguments."""
+        held = {}
+        for rewrite in rewrites:
+            if exercised(rewrite, lines, functions):
+                missing = self.undriven(rewrite, lines)
+                if missing:
+                    held[rewrite.where] = "; ".join(place.describe() for place in missing)
+        return held

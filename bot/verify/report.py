@@ -71,6 +71,7 @@ class VerifyReport:
     compile: bool = False
     own_tests: OwnTests | None = None  # the checkout's own tests of the changed files, on both trees
     interpreter: str = ""  # the Python that ran both trees (the checkout's environment, or --python)
+    rewrites: dict[str, list[str]] = field(default_factory=dict)  # every change, "path:line" -> its rules
 
     def exit_code(self) -> int:
         """0 only if nothing regressed or failed (unverified and no-gain changes do not fail a run)."""
@@ -96,6 +97,7 @@ class VerifyReport:
             "seconds": round(self.seconds, 1),
             "errors": self.errors,
             "own_tests": self.own_tests.to_json() if self.own_tests else None,
+            "rewrites": self.rewrites,
             "targets": [{**t.to_json(), "device": self.device, "versions": self.versions} for t in self.targets],
         }
 

@@ -27,7 +27,7 @@ dataclasses built). Then:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -90,6 +90,12 @@ class Side:
             outputs_file=result.get("outputs_file"),
             seconds=result.get("seconds"),
         )
+
+    def judged_on(self, classes: set[str]) -> Side:
+        """This side with the blocks `compile_repeated_blocks` finds in the one class of `classes` it built, if any."""
+        by_class = (self.repeated_blocks or {}).get("by_class", {})
+        built = [name for name in sorted(classes) if name in by_class]
+        return replace(self, repeated_blocks=by_class[built[0]]) if len(built) == 1 else self
 
     def per_unit(self) -> dict[str, float]:
         return {kind: round(count / self.units, 4) for kind, count in self.totals.items()}

@@ -26,6 +26,7 @@ from bot.verify.outputs import compare, flatten_outputs
 from bot.verify.protocol import WorkerRequest, outputs_path, result_path
 from bot.verify.targets import TargetSpec, get_target
 from bot.verify.targets.from_tests import SEPARATOR, spec_for
+from bot.verify.targets.offline_hub import go_offline
 from bot.verify.tracing import LineCoverage, OutputCensus
 from bot.verify.workload import Workload
 
@@ -34,6 +35,7 @@ def main(argv: list[str]) -> int:
     request = WorkerRequest.load(Path(argv[0]))
     out_dir = Path(request.out_dir)
     roots = [Path(request.package)]
+    go_offline()  # before diffusers (and huggingface_hub) is imported
     import diffusers
 
     if Path(diffusers.__file__).parent.resolve() != Path(request.package).resolve():
@@ -116,12 +118,20 @@ def take_census(
 
 
 def repeated_blocks(workload: Workload) -> dict[str, Any] | None:
-    """What `compile_repeated_blocks` would find: the declared class names and how many modules match."""
-    if workload.model is None:
+    """What `compile_repeated_blocks` would find: the declared class names and how many modules match.
+
+    For the workload's model, and under "by_class" for it and every other model it holds (a
+    pipeline's ControlNet): a DIF003 change is judged on the class it changed.
+    """
+    if workload.model is None and not workload.components:
         return None
-    declared = list(getattr(workload.model, "_repeated_blocks", None) or [])
-    found = sum(type(module).__name__ in declared for module in workload.model.modules())
-    return {"declared": declared, "found": found}
+    by_class = {type(m).__name__: _blocks_found(m) for m in (*workload.components, workload.model) if m is not None}
+    return {**(_blocks_found(workload.model) if workload.model is not None else {}), "by_class": by_class}
+
+
+def _blocks_found(model: torch.nn.Module) -> dict[str, Any]:
+    declared = list(getattr(model, "_repeated_blocks", None) or [])
+    return {"declared": declared, "found": sum(type(module).__name__ in declared for module in model.modules())}
 
 
 def compile_check(spec: TargetSpec, check: str, request: WorkerRequest) -> dict[str, Any]:

@@ -25,6 +25,8 @@ class Workload:
     model: torch.nn.Module | None = None
     # Swaps the hot callable (a model, a bound method, a pipeline's denoiser) for compiler(it).
     compile_with: Callable[[Compiler], None] | None = None
+    # A pipeline's other models (a ControlNet beside the denoiser): DIF003 evidence for their classes too.
+    components: tuple[torch.nn.Module, ...] = ()
 
 
 class Slot:
@@ -56,24 +58,39 @@ def model_workload(
     return Workload(run=run, unit="forward", units=1, model=model, compile_with=slot.compile_with)
 
 
-def pipeline_workload(pipeline: Any, kwargs: dict[str, Any], denoiser: str | None) -> Workload:
-    """One pipeline call; the generator is re-seeded for every call.
+def pipeline_workload(
+    pipeline: Any, kwargs: dict[str, Any], denoiser: str | None, prepare: Callable[[], Any] | None = None
+) -> Workload:
+    """One pipeline call (after `prepare()`, e.g. LEdits++'s `invert`); the generator is re-seeded for every call.
 
-    Its units are the denoising loop's iterations: the scheduler's timesteps after the call.
+    Its units are the denoising loop's iterations: the scheduler's timesteps after the call; a
+    pipeline without a scheduler (a latent upsampler) counts per call.
     """
     pipeline.set_progress_bar_config(disable=True)
+    scheduler = getattr(pipeline, "components", {}).get("scheduler")
 
     def run() -> Any:
         with torch.no_grad():
+            if prepare is not None:
+                prepare()
             output = pipeline(**kwargs, generator=torch.Generator().manual_seed(0))
-        workload.units = len(pipeline.scheduler.timesteps)
+        if scheduler is not None:
+            workload.units = len(pipeline.scheduler.timesteps)
         return output
 
     def compile_with(compiler: Compiler) -> None:
         setattr(pipeline, denoiser, compiler(getattr(pipeline, denoiser)))
 
     model = getattr(pipeline, denoiser) if denoiser else None
-    workload = Workload(run=run, unit="step", units=1, model=model, compile_with=compile_with if denoiser else None)
+    components = tuple(c for c in pipeline.components.values() if isinstance(c, torch.nn.Module))
+    workload = Workload(
+        run=run,
+        unit="step" if scheduler is not None else "call",
+        units=1,
+        model=model,
+        compile_with=compile_with if denoiser else None,
+        components=components,
+    )
     return workload
 
 

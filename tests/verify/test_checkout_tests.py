@@ -115,7 +115,7 @@ def test_test_classes_that_configure_a_class_become_targets(tmp_path: Path) -> N
         (
             "tests/pipelines/test_score_sde_ve.py::ScoreSdeVePipelineFastTests",
             "pipeline",
-            ("ScoreSdeVePipeline",),
+            ("ScoreSdeVePipeline", "ScoreSdeVeScheduler", "UNet2DModel"),
             True,
         ),
     ]

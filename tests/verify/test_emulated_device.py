@@ -45,6 +45,23 @@ def test_item_is_one_local_scalar_dense(emu: torch.device) -> None:
     assert _ops_run_by(total.item) == ["aten::_local_scalar_dense"]
 
 
+def test_a_list_of_device_scalars_becomes_a_host_tensor_one_read_each(emu: torch.device) -> None:
+    # AuraFlow's `torch.tensor([t / 1000])`: on CUDA, a sync per element.
+    step = torch.tensor(500.0).to(emu)
+    assert torch.tensor([step / 1000, step]).tolist() == [0.5, 500.0]
+    assert _ops_run_by(lambda: torch.tensor([step])) == ["aten::_local_scalar_dense"]
+
+
+def test_a_generator_for_the_device_draws_like_a_seeded_cpu_one(emu: torch.device) -> None:
+    # torchsde asks for `torch.Generator(x.device)`; torch cannot make one for a Python backend.
+    drawn = torch.randn(3, generator=torch.Generator(emu).manual_seed(3), device=emu)
+    assert (drawn.device, drawn.cpu().tolist()) == (
+        emu,
+        torch.randn(3, generator=torch.Generator().manual_seed(3)).tolist(),
+    )
+    assert isinstance(torch.Generator(emu), torch._C.Generator)
+
+
 def test_boolean_mask_read_is_one_index(emu: torch.device) -> None:
     values = torch.arange(6.0, device=emu)
     mask = values > 2
@@ -79,9 +96,6 @@ def test_complex_rotary_ops_run(emu: torch.device) -> None:
 
 
 def test_random_draws_use_the_cpu_generator(emu: torch.device) -> None:
-    # torch offers no Python hook for a device generator, so none exists on emu.
-    with pytest.raises(NotImplementedError, match="getNewGenerator"):
-        torch.Generator(device="emu")
     drawn = torch.randn(4, generator=torch.Generator().manual_seed(7), device=emu)
     assert torch.equal(drawn.cpu(), torch.randn(4, generator=torch.Generator().manual_seed(7)))
 

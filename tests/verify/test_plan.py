@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.verify.changes import Rewrite
-from bot.verify.plan import TreeMap, exercised, targets_to_run
+from bot.verify.plan import LoopShapes, TreeMap, exercised, targets_to_run
 from bot.verify.targets import TargetSpec, all_targets, get_target
 
 
@@ -75,3 +75,38 @@ def test_the_registry_imports_neither_torch_nor_diffusers() -> None:
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert completed.stdout.split() == ["False", "False"]
+
+
+SKIPPING_PIPELINE = """class Pipe:
+    def __call__(self, skip_threshold=None):
+        self.scheduler.set_begin_index(0)
+        for i, t in enumerate(self.scheduler.timesteps):
+            if skip_threshold is not None and t > skip_threshold:
+                continue
+            latents = self.scheduler.step(n, t, latents)[0]
+        return latents
+"""
+
+
+def _loop_shapes(tmp_path: Path) -> tuple[LoopShapes, Rewrite]:
+    (tmp_path / "pipe.py").write_text(SKIPPING_PIPELINE)
+    insertion = Rewrite("pipe.py", 3, 3, ("DIF005",), "Pipe", "Pipe.__call__", frozenset({3}), False)
+    return LoopShapes(tmp_path), insertion
+
+
+def test_a_dif005_run_that_never_took_the_skip_is_held_back_with_the_argument(tmp_path: Path) -> None:
+    shapes, insertion = _loop_shapes(tmp_path)
+    ran = {"pipe.py": [3, 4, 5, 7, 8]}
+    assert shapes.held_back([insertion], ran, {}) == {"pipe.py:3": "skip_threshold (line 6)"}
+
+
+def test_a_dif005_run_that_took_the_skip_is_credited(tmp_path: Path) -> None:
+    shapes, insertion = _loop_shapes(tmp_path)
+    assert shapes.held_back([insertion], {"pipe.py": [3, 4, 5, 6, 7, 8]}, {}) == {}
+
+
+def test_other_rules_and_unexercised_rewrites_are_never_held_back(tmp_path: Path) -> None:
+    shapes, insertion = _loop_shapes(tmp_path)
+    other_rule = Rewrite("pipe.py", 3, 3, ("DIF004",), "Pipe", "Pipe.__call__", frozenset({3}), False)
+    assert shapes.held_back([other_rule], {"pipe.py": [3, 4]}, {}) == {}
+    assert shapes.held_back([insertion], {"pipe.py": [4]}, {}) == {}

@@ -94,6 +94,19 @@ def test_dif003_is_verified_by_blocks_found_where_none_were() -> None:
     assert judge(["DIF003"], _side(repeated=2), _side(repeated=2), EQUAL, "emu").verdict == "no-gain"
 
 
+def test_dif003_on_a_pipelines_controlnet_is_judged_on_the_controlnet() -> None:
+    def pipeline(controlnet_blocks: int) -> Side:
+        transformer = {"declared": ["Block"], "found": 4}
+        controlnet = {"declared": ["Block"] if controlnet_blocks else [], "found": controlnet_blocks}
+        by_class = {"FluxTransformer2DModel": transformer, "FluxControlNetModel": controlnet}
+        return Side(ok=True, unit="step", repeated_blocks={**transformer, "by_class": by_class})
+
+    before, after = (pipeline(n).judged_on({"FluxControlNetModel"}) for n in (0, 2))
+    assert (before.repeated_blocks, after.repeated_blocks["found"]) == ({"declared": [], "found": 0}, 2)
+    assert judge(["DIF003"], before, after, EQUAL, "emu").verdict == "verified"
+    assert pipeline(0).judged_on({"SomethingElse"}).repeated_blocks["found"] == 4
+
+
 def test_census_rules_on_the_cpu_are_unverified_not_verified() -> None:
     judgement = judge(["DIF001"], _side(outputs=0), _side(outputs=0), EQUAL, "cpu")
     assert (judgement.verdict, judgement.error) == ("unverified", "no census on --device cpu: parity only (passed)")

@@ -38,6 +38,7 @@ class TargetSpec:
     build: Builder
     # Taken from a checkout's tests: failing on both trees says nothing about a rewrite.
     best_effort: bool = False
+    hub_ids: tuple[str, ...] = ()  # repositories its configuration loads from the Hub (see offline_hub)
 
 
 _registry: dict[str, TargetSpec] = {}

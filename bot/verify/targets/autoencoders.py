@@ -7,6 +7,8 @@ slicing on (the per-slice path). Configurations follow diffusers' own tiny model
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,15 +41,13 @@ def register_vae(recipe: VaeRecipe) -> None:
 
         def run() -> Any:
             with torch.no_grad():
-                encoded_decoded = (
-                    forward(sample, return_dict=False, **recipe.forward_kwargs) if sample is not None else None
-                )
-                vae.use_slicing = True
-                try:
+                if sample is not None:
+                    whole = forward(sample, return_dict=False, **recipe.forward_kwargs)
+                else:
+                    whole = decode(latents[:1], return_dict=False, **recipe.decode_kwargs)
+                with slicing(vae):
                     sliced = decode(latents, return_dict=False, **recipe.decode_kwargs)
-                finally:
-                    vae.use_slicing = False
-            return encoded_decoded, sliced
+            return whole, sliced
 
         def compile_with(compiler: Any) -> None:
             forward.compile_with(compiler)
@@ -55,8 +55,60 @@ def register_vae(recipe: VaeRecipe) -> None:
 
         return Workload(run=run, unit="forward", units=1, model=vae, compile_with=compile_with)
 
-    what = ("forward, then " if recipe.sample else "") + "sliced decode of a 2-sample batch"
+    what = ("forward" if recipe.sample else "decode of one sample") + ", then sliced decode of a 2-sample batch"
     target(recipe.cls, "model", (recipe.cls,), what)(build)
+
+
+@contextmanager
+def slicing(vae: Any) -> Iterator[None]:
+    """`use_slicing` on for the block: a batch is encoded and decoded one sample at a time (its own code path)."""
+    vae.use_slicing = True
+    try:
+        yield
+    finally:
+        vae.use_slicing = False
+
+
+def sliced_forward_workload(vae: Any, inputs: dict[str, Any]) -> Any:
+    """A checkout test's autoencoder: its forward as the test configures it, then a batch of two or more, sliced.
+
+    The sliced pass is tried once here: where the tree's own sliced path cannot take these inputs
+    (Magvit's, on diffusers main), the run is the plain forward alone. A tree whose sliced path
+    breaks only after the rewrite runs one output fewer, and parity fails it.
+    """
+    import torch
+
+    from bot.verify.workload import Slot, Workload
+
+    batch = next(value.shape[0] for value in inputs.values() if isinstance(value, torch.Tensor) and value.dim())
+    several = inputs if batch > 1 else {name: _twice(value, batch) for name, value in inputs.items()}
+    forward = Slot(vae)
+    try:
+        with torch.no_grad(), slicing(vae):
+            forward(**several, return_dict=False)
+        passes = [inputs, several]
+    except Exception:  # noqa: BLE001 - any failure of the tree's own sliced path: measure the forward alone
+        passes = [inputs]
+
+    def run() -> Any:
+        outputs = []
+        with torch.no_grad():
+            outputs.append(forward(**passes[0], return_dict=False))
+            if len(passes) > 1:
+                with slicing(vae):
+                    outputs.append(forward(**passes[1], return_dict=False))
+        return tuple(outputs)
+
+    return Workload(run=run, unit="forward", units=1, model=vae, compile_with=forward.compile_with)
+
+
+def _twice(value: Any, batch: int) -> Any:
+    """A tensor with the batch twice over; anything else (a timestep, a flag) as it is."""
+    import torch
+
+    if isinstance(value, torch.Tensor) and value.dim() and len(value) == batch:
+        return torch.cat([value, value])
+    return value
 
 
 _KL_2D = {

@@ -15,17 +15,22 @@ lacks) proves nothing either way, and its rewrites are reported unverified, not 
 
 from __future__ import annotations
 
-import ast
 import importlib
+import inspect
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bot.verify.targets import TargetSpec
+from bot.verify.targets.offline_hub import missing_stand_ins
+from bot.verify.targets.test_sources import configured_classes
 
 SEPARATOR = "::"
 _SCANNED = ("models", "pipelines")
+# What a load from the Hub says when the Hub is offline and the repository is not in the cache.
+_OFFLINE_SIGNS = ("huggingface.co", "offline mode", "local cache", "disk cache", "does not appear to have a file")
 
 
 def tests_dir_of(src: Path) -> Path | None:
@@ -36,58 +41,59 @@ def tests_dir_of(src: Path) -> Path | None:
 
 
 def discover(tests_dir: Path, covered: set[str]) -> list[TargetSpec]:
-    """One target per test class that configures a model or pipeline class not in `covered`."""
-    specs: dict[str, TargetSpec] = {}
+    """One target per model or pipeline class not in `covered`, from the first test class that configures it.
+
+    A test class whose hub ids all have offline stand-ins is preferred to one that needs the Hub.
+    """
+    candidates: dict[str, list[TargetSpec]] = {}
     for area in _SCANNED:
         for path in sorted((tests_dir / area).rglob("test_*.py")):
-            for test_class, kind, diffusers_class in _configured_classes(path):
-                if diffusers_class in covered or diffusers_class in {s.classes[0] for s in specs.values()}:
+            for test in configured_classes(path):
+                if test.configures in covered:
                     continue
-                name = f"{path.relative_to(tests_dir.parent).as_posix()}{SEPARATOR}{test_class}"
-                specs[name] = spec_for(name, tests_dir, kind, diffusers_class)
-    return list(specs.values())
+                name = f"{path.relative_to(tests_dir.parent).as_posix()}{SEPARATOR}{test.name}"
+                spec = spec_for(name, tests_dir, test.kind, (test.configures, *test.builds), test.hub_ids)
+                candidates.setdefault(test.configures, []).append(spec)
+    return [min(specs, key=lambda spec: bool(missing_stand_ins(spec.hub_ids))) for specs in candidates.values()]
 
 
-def spec_for(name: str, tests_dir: Path, kind: str = "", diffusers_class: str = "") -> TargetSpec:
+def spec_for(
+    name: str, tests_dir: Path, kind: str = "", classes: tuple[str, ...] = (), hub_ids: tuple[str, ...] = ()
+) -> TargetSpec:
+    """`classes`: the class the test configures first, then the other diffusers classes it builds."""
+
     def build(device: Any) -> Any:
         return _build(name, tests_dir, device)
 
     exercises = f"the configuration and inputs of {name}"
-    return TargetSpec(name, kind or "model", (diffusers_class,) if diffusers_class else (), exercises, build, True)
+    return TargetSpec(name, kind or "model", classes, exercises, build, best_effort=True, hub_ids=hub_ids)
 
 
-def _configured_classes(path: Path) -> list[tuple[str, str, str]]:
-    """(test class, "model"/"pipeline", diffusers class) for the test classes of one file."""
-    try:
-        tree = ast.parse(path.read_text("utf-8"), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
-        return []
-    found = []
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        methods = {item.name: item for item in node.body if isinstance(item, ast.FunctionDef)}
-        attributes = {
-            target.id: item.value
-            for item in node.body
-            if isinstance(item, ast.Assign)
-            for target in item.targets
-            if isinstance(target, ast.Name)
-        }
-        if "get_dummy_components" in methods and isinstance(attributes.get("pipeline_class"), ast.Name):
-            found.append((node.name, "pipeline", attributes["pipeline_class"].id))
-        elif {"get_init_dict", "get_dummy_inputs", "model_class"} <= methods.keys():
-            returned = [n.value for n in ast.walk(methods["model_class"]) if isinstance(n, ast.Return)]
-            if returned and isinstance(returned[0], ast.Name):
-                found.append((node.name, "model", returned[0].id))
-        elif "prepare_init_args_and_inputs_for_common" in methods and isinstance(
-            attributes.get("model_class"), ast.Name
-        ):
-            found.append((node.name, "model", attributes["model_class"].id))
-    return found
+def cannot_run(spec: TargetSpec, error: str) -> str:
+    """Why a test-derived target that fails on both trees proves nothing: the Hub, or this environment."""
+    missing = missing_stand_ins(spec.hub_ids)
+    if missing and any(sign in error for sign in _OFFLINE_SIGNS):
+        return f"needs the Hub: its target {spec.name} loads {', '.join(missing)} (no offline stand-in)"
+    first = error.strip().splitlines()[0][:200] if error.strip() else "no error message"
+    return f"its target {spec.name} cannot run here: {first}"
+
+
+def _inversion(test: Any, pipeline: Any) -> Callable[[], Any] | None:
+    """LEdits++ edits the image it last inverted: its tests invert first (`get_dummy_inversion_inputs`).
+
+    With at most 4 inversion steps (the tests ask for 20): the inversion is set-up, not the rewritten loop.
+    """
+    if not (hasattr(pipeline, "invert") and hasattr(test, "get_dummy_inversion_inputs")):
+        return None
+    import torch
+
+    inputs = test.get_dummy_inversion_inputs("cpu")
+    inputs["num_inversion_steps"] = min(inputs.get("num_inversion_steps", 4), 4)
+    return lambda: pipeline.invert(**{**inputs, "generator": torch.Generator().manual_seed(0)})
 
 
 def _build(name: str, tests_dir: Path, device: Any) -> Any:
+    from bot.verify.targets.autoencoders import sliced_forward_workload
     from bot.verify.workload import model_workload, pipeline_workload, to_device
 
     relative, _, class_name = name.partition(SEPARATOR)
@@ -98,13 +104,17 @@ def _build(name: str, tests_dir: Path, device: Any) -> Any:
     test = getattr(module, class_name)()
     if hasattr(test, "get_dummy_components"):
         pipeline = test.pipeline_class(**test.get_dummy_components()).to(device)
-        inputs = to_device(test.get_dummy_inputs("cpu"), device)
+        # Older tests take the device their inputs are made on; BasePipelineTesterConfig's take none.
+        takes_device = len(inspect.signature(test.get_dummy_inputs).parameters) > 0
+        inputs = to_device(test.get_dummy_inputs("cpu") if takes_device else test.get_dummy_inputs(), device)
         inputs.pop("generator", None)  # the workload seeds a fresh CPU generator for every call
         denoiser = next((n for n in ("transformer", "unet", "prior") if hasattr(pipeline, n)), None)
-        return pipeline_workload(pipeline, inputs, denoiser)
+        return pipeline_workload(pipeline, inputs, denoiser, _inversion(test, pipeline))
     if hasattr(test, "get_init_dict"):
         init, inputs = test.get_init_dict(), test.get_dummy_inputs()
     else:
         init, inputs = test.prepare_init_args_and_inputs_for_common()
     model = test.model_class(**init).eval().to(device)
+    if hasattr(model, "use_slicing"):
+        return sliced_forward_workload(model, to_device(inputs, device))
     return model_workload(model, model, {**to_device(inputs, device), "return_dict": False})

@@ -96,3 +96,31 @@ RECIPES = [
 
 for _recipe in RECIPES:
     register_scheduler(_recipe)
+
+
+@target(
+    "ScoreSdeVeScheduler",
+    "scheduler",
+    ("ScoreSdeVeScheduler",),
+    f"set_timesteps/set_sigmas({STEPS}), then per step a corrector step_correct and a predictor step_pred",
+)
+def score_sde_ve(device: Any) -> Any:
+    """Its loop is not `step()`: a corrector and a predictor step per timestep, as ScoreSdeVePipeline runs them."""
+    import diffusers
+    import torch
+
+    from bot.verify.workload import Workload
+
+    scheduler = diffusers.ScoreSdeVeScheduler()
+    latents = torch.randn(1, 4, 8, 8, generator=torch.Generator().manual_seed(1)).to(device)
+
+    def run() -> Any:
+        scheduler.set_timesteps(STEPS, device=device)
+        scheduler.set_sigmas(STEPS)
+        sample, noise = latents, torch.Generator().manual_seed(2)
+        for timestep in scheduler.timesteps:
+            sample = scheduler.step_correct(sample * 0.1, sample, generator=noise, return_dict=False)[0]
+            sample = scheduler.step_pred(sample * 0.1, timestep, sample, generator=noise, return_dict=False)[0]
+        return sample
+
+    return Workload(run=run, unit="step", units=STEPS)
