@@ -17,17 +17,18 @@ _PLACES = {
     "DIF004/autoencoder_self_decode": "models/autoencoders/autoencoder_kl.py",
     "DIF004/kandinsky_movq_subscript": "pipelines/kandinsky/pipeline_kandinsky.py",
     "DIF004/adapter_denoising_loop": "pipelines/t2i_adapter/pipeline_stable_diffusion_adapter.py",
-    "DIF004/pndm_delegating_step": "pipelines/deprecated/pndm/pipeline_pndm.py",
+    # Where PNDM lived before diffusers deprecated it: the bot proposes nothing in pipelines/deprecated/.
+    "DIF004/pndm_delegating_step": "pipelines/pndm/pipeline_pndm.py",
 }
 COPY = "pipelines/ddim/pipeline_ddim.py"
-COPY_SOURCE = "diffusers.pipelines.deprecated.pndm.pipeline_pndm.PNDMPipeline.__call__"
+COPY_SOURCE = "diffusers.pipelines.pndm.pipeline_pndm.PNDMPipeline.__call__"
 
 # The groups the bot should find, by branch, with their files (repository-relative).
 EXPECTED_GROUPS = {
     "codemod/dif004/models-autoencoders-autoencoder-kl": [f"{PACKAGE}/models/autoencoders/autoencoder_kl.py"],
-    "codemod/dif004/pipelines-deprecated-pndm": [
+    "codemod/dif004/pipelines-pndm": [
         f"{PACKAGE}/{COPY}",
-        f"{PACKAGE}/pipelines/deprecated/pndm/pipeline_pndm.py",
+        f"{PACKAGE}/pipelines/pndm/pipeline_pndm.py",
     ],
     "codemod/dif004/pipelines-kandinsky": [f"{PACKAGE}/pipelines/kandinsky/pipeline_kandinsky.py"],
     "codemod/dif004/pipelines-t2i-adapter": [f"{PACKAGE}/pipelines/t2i_adapter/pipeline_stable_diffusion_adapter.py"],
@@ -194,7 +195,7 @@ def tree_files() -> dict[str, str]:
     package = dict(_CALLEES)
     for case, place in _PLACES.items():
         package[place] = find_case(case).input_text()
-    package[COPY] = _copied_pipeline(package["pipelines/deprecated/pndm/pipeline_pndm.py"])
+    package[COPY] = _copied_pipeline(package["pipelines/pndm/pipeline_pndm.py"])
     for place in list(package):
         parts = Path(place).parts
         for depth in range(len(parts)):

@@ -17,8 +17,8 @@ from bot.runner import BotOptions, verify_one
 
 IDS = [
     "dif004-models-autoencoders-autoencoder-kl",
-    "dif004-pipelines-deprecated-pndm",
     "dif004-pipelines-kandinsky",
+    "dif004-pipelines-pndm",
     "dif004-pipelines-t2i-adapter",
 ]
 
@@ -68,12 +68,12 @@ def test_publish_opens_prs_for_verified_reports_only(remote: GitHubDouble, tmp_p
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert [(g["group_id"], g["outcome"], g["reason"]) for g in summary["groups"]] == [
         (IDS[0], "opened", "1 of 1 target(s) verified"),
-        (IDS[1], "opened", "1 of 1 target(s) verified"),
-        (IDS[2], "not-verified", "regressed: pipeline_kandinsky: regressed"),
+        (IDS[1], "not-verified", "regressed: pipeline_kandinsky: regressed"),
+        (IDS[2], "opened", "1 of 1 target(s) verified"),
         (IDS[3], "not-verified", "not verified in this run"),
     ]
     assert summary["counts"] == {"groups": 4, "verified": 2, "opened": 2, "updated": 0, "skipped": 0, "not-verified": 2}
-    assert [p.head_ref for p in remote.pull_requests()] == sorted(EXPECTED_GROUPS)[:2]
+    assert [p.head_ref for p in remote.pull_requests()] == [sorted(EXPECTED_GROUPS)[0], sorted(EXPECTED_GROUPS)[2]]
     assert remote.token not in done.stdout + done.stderr
 
 

@@ -20,6 +20,10 @@ def outcomes(summary) -> dict[str, str]:
     return {g.branch: g.outcome.value for g in summary.groups}
 
 
+def kandinsky_group(summary):
+    return next(g for g in summary.groups if g.branch == KANDINSKY_BRANCH)
+
+
 def open_heads(double: GitHubDouble) -> list[str]:
     return [p.head_ref for p in double.pull_requests("open")]
 
@@ -39,7 +43,8 @@ def test_first_run_opens_one_pr_per_group_with_the_verifiers_table(remote: GitHu
     assert f"codemod run --diff --unsafe-fixes --select=DIF004 {KANDINSKY}\n" in kandinsky.body
     assert f"codemod verify src/diffusers --select=DIF004 --path={KANDINSKY} --device=emu\n" in kandinsky.body
     assert (
-        f"<!-- codemod-fingerprint: {summary.groups[2].fingerprint} rule=DIF004 files={KANDINSKY} -->" in kandinsky.body
+        f"<!-- codemod-fingerprint: {kandinsky_group(summary).fingerprint} rule=DIF004 files={KANDINSKY} -->"
+        in kandinsky.body
     )
     assert [label.name for label in kandinsky.labels] == ["performance"]
     assert summary.exit_code() == 0
@@ -68,7 +73,7 @@ def test_branches_hold_one_bot_commit_with_the_rewritten_files(remote: GitHubDou
 def test_copied_from_source_and_copy_are_one_pr(remote: GitHubDouble, options: BotOptions) -> None:
     run(options, FakeVerifier())
 
-    branch = "codemod/dif004/pipelines-deprecated-pndm"
+    branch = "codemod/dif004/pipelines-pndm"
     files = _git_changed_files(remote.bare_repo, f"main...{branch}")
     assert files == EXPECTED_GROUPS[branch]
     body = next(p.body for p in remote.pull_requests() if p.head_ref == branch)
@@ -97,7 +102,7 @@ def test_pr_closed_by_a_maintainer_is_not_recreated(remote: GitHubDouble, option
     summary = run(options, FakeVerifier())
 
     assert outcomes(summary)[KANDINSKY_BRANCH] == "skipped"
-    assert summary.groups[2].reason == f"#{closed} was closed without merging; not reopened"
+    assert kandinsky_group(summary).reason == f"#{closed} was closed without merging; not reopened"
     assert len(remote.pull_requests()) == 4
     assert remote.pull_request(closed).state == "closed"
 
@@ -111,7 +116,7 @@ def test_closed_pr_blocks_a_changed_fix_for_the_same_rule_and_family(remote: Git
     summary = run(options, FakeVerifier())
 
     assert (
-        summary.groups[2].reason
+        kandinsky_group(summary).reason
         == f"#{closed} (DIF004 in pipelines/kandinsky) was closed without merging; not recreated"
     )
     assert len(remote.pull_requests()) == 4
@@ -124,7 +129,8 @@ def test_merged_fix_is_skipped(remote: GitHubDouble, options: BotOptions) -> Non
 
     summary = run(options, FakeVerifier())
 
-    assert (summary.groups[2].outcome, summary.groups[2].reason) == (Outcome.SKIPPED, f"already merged in #{merged}")
+    merged_group = kandinsky_group(summary)
+    assert (merged_group.outcome, merged_group.reason) == (Outcome.SKIPPED, f"already merged in #{merged}")
 
 
 def test_changed_fix_updates_the_open_pr_in_place(remote: GitHubDouble, options: BotOptions) -> None:
@@ -137,7 +143,7 @@ def test_changed_fix_updates_the_open_pr_in_place(remote: GitHubDouble, options:
     assert outcomes(summary)[KANDINSKY_BRANCH] == "updated"
     assert len(remote.pull_requests()) == 4
     pull = next(p for p in remote.pull_requests() if p.head_ref == KANDINSKY_BRANCH)
-    assert f"<!-- codemod-fingerprint: {summary.groups[2].fingerprint} " in pull.body
+    assert f"<!-- codemod-fingerprint: {kandinsky_group(summary).fingerprint} " in pull.body
     assert remote_refs(remote.bare_repo)[f"refs/heads/{KANDINSKY_BRANCH}"] not in (before, pull.base_sha)
     assert "return_dict=False)[0] * 2" in show(remote.bare_repo, KANDINSKY_BRANCH, KANDINSKY)
 
@@ -150,7 +156,7 @@ def test_human_commit_on_a_bot_branch_stops_updates(remote: GitHubDouble, option
     summary = run(options, FakeVerifier())
 
     assert outcomes(summary)[KANDINSKY_BRANCH] == "skipped"
-    assert summary.groups[2].reason == (
+    assert kandinsky_group(summary).reason == (
         f"branch {KANDINSKY_BRANCH} has commits by Double Tester <tester@example.com>; the bot no longer touches it"
     )
     assert remote_refs(remote.bare_repo)[f"refs/heads/{KANDINSKY_BRANCH}"] == human
@@ -179,8 +185,8 @@ def test_groups_the_verifier_does_not_verify_are_listed_and_not_pushed(
 
     summary = run(options, verifier)
 
-    assert list(outcomes(summary).values()) == ["opened", "opened", "not-verified", "not-verified"]
-    assert summary.groups[2].reason == "regressed: pipeline_kandinsky: regressed"
+    assert list(outcomes(summary).values()) == ["opened", "not-verified", "opened", "not-verified"]
+    assert kandinsky_group(summary).reason == "regressed: pipeline_kandinsky: regressed"
     assert summary.groups[3].verdict == "no-gain"
     assert f"refs/heads/{KANDINSKY_BRANCH}" not in remote_refs(remote.bare_repo)
     assert summary.exit_code() == 0
@@ -198,8 +204,8 @@ def test_dry_run_changes_nothing_anywhere_and_writes_the_bodies(
     assert remote_refs(remote.bare_repo) == refs
     assert sorted(p.name for p in (tmp_path / "bodies").iterdir()) == [
         "dif004-models-autoencoders-autoencoder-kl.md",
-        "dif004-pipelines-deprecated-pndm.md",
         "dif004-pipelines-kandinsky.md",
+        "dif004-pipelines-pndm.md",
         "dif004-pipelines-t2i-adapter.md",
     ]
     body = (tmp_path / "bodies" / "dif004-pipelines-kandinsky.md").read_text()

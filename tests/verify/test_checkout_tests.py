@@ -19,7 +19,7 @@ from bot.verify.targets.from_tests import discover
 from codemods.project import installed_diffusers
 
 LATTE = "models/transformers/latte_transformer_3d.py"
-SCORE_SDE = "pipelines/deprecated/score_sde_ve/pipeline_score_sde_ve.py"
+SUPER_RESOLUTION = "pipelines/latent_diffusion/pipeline_latent_diffusion_superresolution.py"
 
 MODEL_TEST = """
 import torch
@@ -66,11 +66,11 @@ import unittest
 
 import torch
 
-from diffusers import ScoreSdeVePipeline, ScoreSdeVeScheduler, UNet2DModel
+from diffusers import DDIMScheduler, LDMSuperResolutionPipeline, UNet2DModel, VQModel
 
 
-class ScoreSdeVePipelineFastTests(unittest.TestCase):
-    pipeline_class = ScoreSdeVePipeline
+class LDMSuperResolutionPipelineFastTests(unittest.TestCase):
+    pipeline_class = LDMSuperResolutionPipeline
 
     def get_dummy_components(self):
         torch.manual_seed(0)
@@ -79,16 +79,27 @@ class ScoreSdeVePipelineFastTests(unittest.TestCase):
             layers_per_block=1,
             norm_num_groups=4,
             sample_size=8,
-            in_channels=3,
+            in_channels=6,
             out_channels=3,
             down_block_types=("DownBlock2D", "AttnDownBlock2D"),
             up_block_types=("AttnUpBlock2D", "UpBlock2D"),
         )
-        return {"unet": unet, "scheduler": ScoreSdeVeScheduler()}
+        vqvae = VQModel(
+            block_out_channels=(8, 8),
+            in_channels=3,
+            out_channels=3,
+            down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+            up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
+            latent_channels=3,
+            norm_num_groups=4,
+            num_vq_embeddings=16,
+        )
+        return {"vqvae": vqvae, "unet": unet, "scheduler": DDIMScheduler()}
 
     def get_dummy_inputs(self, device, seed=0):
-        generator = torch.Generator(device=device).manual_seed(seed)
-        return {"generator": generator, "num_inference_steps": 2, "output_type": "np", "return_dict": False}
+        generator = torch.Generator(device="cpu").manual_seed(seed)
+        image = torch.rand(1, 3, 8, 8, generator=generator)
+        return {"image": image, "generator": generator, "num_inference_steps": 2, "output_type": "np", "return_dict": False}
 """
 
 
@@ -98,7 +109,7 @@ def _checkout(root: Path) -> Path:
         (root / package).mkdir(parents=True, exist_ok=True)
         (root / package / "__init__.py").write_text("")
     (root / "tests/models/transformers/test_models_transformer_latte.py").write_text(MODEL_TEST)
-    (root / "tests/pipelines/test_score_sde_ve.py").write_text(PIPELINE_TEST)
+    (root / "tests/pipelines/test_latent_diffusion_superresolution.py").write_text(PIPELINE_TEST)
     return root / "src" / "diffusers"
 
 
@@ -113,9 +124,9 @@ def test_test_classes_that_configure_a_class_become_targets(tmp_path: Path) -> N
             True,
         ),
         (
-            "tests/pipelines/test_score_sde_ve.py::ScoreSdeVePipelineFastTests",
+            "tests/pipelines/test_latent_diffusion_superresolution.py::LDMSuperResolutionPipelineFastTests",
             "pipeline",
-            ("ScoreSdeVePipeline", "ScoreSdeVeScheduler", "UNet2DModel"),
+            ("LDMSuperResolutionPipeline", "DDIMScheduler", "UNet2DModel", "VQModel"),
             True,
         ),
     ]
@@ -124,7 +135,7 @@ def test_test_classes_that_configure_a_class_become_targets(tmp_path: Path) -> N
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> VerifyReport:
     src = _checkout(tmp_path_factory.mktemp("checkout"))
-    return verify(src, select=("DIF003", "DIF004"), paths=(src / LATTE, src / SCORE_SDE))
+    return verify(src, select=("DIF003", "DIF004"), paths=(src / LATTE, src / SUPER_RESOLUTION))
 
 
 def test_a_model_configured_by_a_checkout_test_is_verified(report: VerifyReport) -> None:
@@ -135,7 +146,7 @@ def test_a_model_configured_by_a_checkout_test_is_verified(report: VerifyReport)
 
 
 def test_a_pipeline_configured_by_a_checkout_test_is_verified(report: VerifyReport) -> None:
-    score_sde = next(t for t in report.targets if t.target.endswith("::ScoreSdeVePipelineFastTests"))
-    assert (score_sde.verdict, score_sde.rules, score_sde.unit) == ("verified", ["DIF004"], "step")
-    assert score_sde.after["outputs"] < score_sde.before["outputs"]
-    assert score_sde.parity["exact"]
+    super_resolution = next(t for t in report.targets if t.target.endswith("::LDMSuperResolutionPipelineFastTests"))
+    assert (super_resolution.verdict, super_resolution.rules, super_resolution.unit) == ("verified", ["DIF004"], "step")
+    assert super_resolution.after["outputs"] < super_resolution.before["outputs"]
+    assert super_resolution.parity["exact"]

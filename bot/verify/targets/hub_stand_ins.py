@@ -90,20 +90,19 @@ def _clip(directory: Path) -> None:
 
 def _gemma(directory: Path) -> None:
     # Sana's test configures a Gemma2 with `vocab_size=8`: every id a prompt can produce is below 8.
-    pieces = ["<pad>", "<eos>", "<bos>", "<unk>", "\u2581", "a", "e", "o"]
+    _gemma_tokenizer(directory, ["<pad>", "<eos>", "<bos>", "<unk>", "\u2581", "a", "e", "o"], "gemma")
+
+
+def _gemma3_tokenizer(directory: Path) -> None:
+    _gemma_tokenizer(directory, tokenizers.letter_pieces("<pad>", "<eos>", "<bos>", "<unk>"), "gemma3_text")
+
+
+def _gemma_tokenizer(directory: Path, pieces: list[str], model_type: str) -> None:
     tokenizers.unigram_tokenizer(
         directory, pieces, "<unk>", "GemmaTokenizer", prefix="<bos>", bos_token="<bos>", eos_token="<eos>",
         pad_token="<pad>", model_max_length=2048,
     )  # fmt: skip
-    tokenizers.write_model_type(directory, "gemma")
-
-
-def _gemma3_tokenizer(directory: Path) -> None:
-    tokenizers.unigram_tokenizer(
-        directory, tokenizers.letter_pieces("<pad>", "<eos>", "<bos>", "<unk>"), "<unk>", "GemmaTokenizer",
-        prefix="<bos>", bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", model_max_length=2048,
-    )  # fmt: skip
-    tokenizers.write_model_type(directory, "gemma3_text")
+    tokenizers.write_model_type(directory, model_type)
 
 
 def _gemma3(directory: Path) -> None:
