@@ -85,14 +85,14 @@ class LDMSuperResolutionPipelineFastTests(unittest.TestCase):
             up_block_types=("AttnUpBlock2D", "UpBlock2D"),
         )
         vqvae = VQModel(
-            block_out_channels=(8, 8),
             in_channels=3,
             out_channels=3,
+            latent_channels=3,
+            block_out_channels=(4, 8),
             down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
             up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
-            latent_channels=3,
             norm_num_groups=4,
-            num_vq_embeddings=16,
+            num_vq_embeddings=32,
         )
         return {"vqvae": vqvae, "unet": unet, "scheduler": DDIMScheduler()}
 
