@@ -140,3 +140,12 @@ def test_any_other_failure_is_this_environment(tmp_path: Path) -> None:
     assert cannot_run(spec, "ImportError: needs torchvision\nmore") == (
         "its target tests/x.py::T cannot run here: ImportError: needs torchvision"
     )
+
+
+def test_a_message_that_starts_on_the_next_line_is_kept(tmp_path: Path) -> None:
+    spec = spec_for("tests/x.py::T", tmp_path, "pipeline", ("P",), ())
+    error = "ImportError: \nQwen2VLVideoProcessor requires the Torchvision library but it was not found\nCheck out"
+    assert cannot_run(spec, error) == (
+        "its target tests/x.py::T cannot run here: "
+        "ImportError: Qwen2VLVideoProcessor requires the Torchvision library but it was not found"
+    )

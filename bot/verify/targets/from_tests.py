@@ -74,8 +74,18 @@ def cannot_run(spec: TargetSpec, error: str) -> str:
     missing = missing_stand_ins(spec.hub_ids)
     if missing and any(sign in error for sign in _OFFLINE_SIGNS):
         return f"needs the Hub: its target {spec.name} loads {', '.join(missing)} (no offline stand-in)"
-    first = error.strip().splitlines()[0][:200] if error.strip() else "no error message"
-    return f"its target {spec.name} cannot run here: {first}"
+    return f"its target {spec.name} cannot run here: {_headline(error)}"
+
+
+def _headline(error: str) -> str:
+    """`Type: message` on one line, also when the message starts on the next line (transformers' ImportErrors)."""
+    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
+    if not lines:
+        return "no error message"
+    headline = lines[0]
+    if headline.endswith(":") and len(lines) > 1:
+        headline = f"{headline} {lines[1]}"
+    return headline[:200]
 
 
 def _inversion(test: Any, pipeline: Any) -> Callable[[], Any] | None:
