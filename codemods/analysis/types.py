@@ -15,17 +15,22 @@ from codemods.source import statements
 Types = tuple[str, ...]
 
 _CONSTRUCTORS = ("from_pretrained", "from_config", "from_single_file")
+_CONTAINERS = ("list", "tuple", "List", "Tuple", "Sequence")
 
 
-def annotation_types(node: ast.expr | None) -> Types | None:
-    """Class names an annotation allows (`A | B`, `Optional[A]`, `"A"`); None if any part is not a plain class."""
+def annotation_types(node: ast.expr | None, elements: bool = False) -> Types | None:
+    """Class names an annotation allows (`A | B`, `Optional[A]`, `"A"`); None if any part is not a plain class.
+
+    With `elements`, a container stands for what it holds (`list[A]`, `tuple[A, ...]` -> A): what a
+    component may be made of rather than what it is.
+    """
     if node is None:
         return None
     if isinstance(node, ast.Constant) and node.value is None:
         return ()
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         try:
-            return annotation_types(ast.parse(node.value, mode="eval").body)
+            return annotation_types(ast.parse(node.value, mode="eval").body, elements)
         except SyntaxError:
             return None
     if isinstance(node, ast.Name):
@@ -33,16 +38,18 @@ def annotation_types(node: ast.expr | None) -> Types | None:
     if isinstance(node, ast.Attribute):
         return (node.attr,)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        left, right = annotation_types(node.left), annotation_types(node.right)
+        left, right = annotation_types(node.left, elements), annotation_types(node.right, elements)
         return None if left is None or right is None else left + right
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name | ast.Attribute):
         wrapper = node.value.id if isinstance(node.value, ast.Name) else node.value.attr
-        if wrapper not in ("Optional", "Union"):
+        if wrapper not in ("Optional", "Union") and not (elements and wrapper in _CONTAINERS):
             return None
         members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         found: list[str] = []
         for member in members:
-            types = annotation_types(member)
+            if elements and isinstance(member, ast.Constant) and member.value is Ellipsis:
+                continue  # `tuple[A, ...]`
+            types = annotation_types(member, elements)
             if types is None:
                 return None
             found.extend(types)
@@ -69,8 +76,11 @@ def _init_parameters(init: ast.FunctionDef) -> dict[str, ast.expr | None]:
     return {a.arg: a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
 
 
-def attribute_types(cls: ast.ClassDef) -> dict[str, Types | None]:
-    """`self.<name>` -> the classes it may hold, from every assignment in the class (None: unknown)."""
+def attribute_types(cls: ast.ClassDef, elements: bool = False) -> dict[str, Types | None]:
+    """`self.<name>` -> the classes it may hold, from every assignment in the class (None: unknown).
+
+    `elements`: read annotations as `annotation_types` does with it (a list of A holds A).
+    """
     init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
     parameters = _init_parameters(init) if init else {}
     found: dict[str, Types | None] = {}
@@ -83,7 +93,7 @@ def attribute_types(cls: ast.ClassDef) -> dict[str, Types | None]:
 
     def value_types(value: ast.expr) -> Types | None:
         if isinstance(value, ast.Name) and value.id in parameters:
-            return annotation_types(parameters[value.id])
+            return annotation_types(parameters[value.id], elements)
         return constructed_type(value)
 
     methods = [n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
@@ -99,6 +109,16 @@ def attribute_types(cls: ast.ClassDef) -> dict[str, Types | None]:
                 if keyword.arg:
                     record(keyword.arg, value_types(keyword.value))
     return found
+
+
+def registered_components(cls: ast.ClassDef) -> tuple[str, ...]:
+    """The names a pipeline registers as components: the keywords of its `self.register_modules(...)` calls."""
+    found: list[str] = []
+    methods = [n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    for node in (statement for method in methods for statement in statements(method.body)):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_register_modules(node.value):
+            found.extend(keyword.arg for keyword in node.value.keywords if keyword.arg)
+    return tuple(dict.fromkeys(found))
 
 
 def local_types(scope: ast.AST) -> dict[str, Types | None]:

@@ -3,35 +3,42 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codemods.findings import Edit, Finding, FixSafety
+from codemods.analysis.block_stacks import REPEATED_BLOCKS, UNREADABLE, existing_list, is_model_class
+from codemods.analysis.model_graph import ModuleGraph, builders, denoising, factory_blocks, lineage, module_graph
+from codemods.findings import Edit, Finding, FixSafety, NodeRef
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import SourceFile, dotted_name
+from codemods.source import SourceFile
 
 if TYPE_CHECKING:
     import libcst
 
-_ATTRIBUTE = "_repeated_blocks"
 _AFTER = "_no_split_modules"
-_BLOCK_NAME = re.compile(r"Block|Layer$")
 
 
 class MissingRepeatedBlocks(Rule):
     """
     ## What it does
-    Finds a `ModelMixin` subclass whose `__init__` stacks transformer or residual blocks
-    (`nn.ModuleList([FooBlock(...) for _ in range(n)])`) but that defines no `_repeated_blocks`,
-    and adds `_repeated_blocks = ["FooBlock", ...]`, naming every block class it stacks. Also
+    Finds a denoiser, a `ModelMixin` subclass that a pipeline of the tree registers as a component
+    and calls inside its denoising loop (`self.transformer(...)`, `self.unet(...)`,
+    `self.controlnet(...)`), that defines no `_repeated_blocks` though it repeats blocks, and adds
+    `_repeated_blocks = [...]` naming them: the classes its `__init__` stacks
+    (`nn.ModuleList([FooBlock(...) for _ in range(n)])`), or, for a UNet or ControlNet whose
+    blocks come from `get_down_block(...)`-like factories, the class those blocks stack inside
+    (`BasicTransformerBlock`, found by following the factories to `Transformer2DModel`). Also
     reports an existing `_repeated_blocks` that leaves out a block class the model stacks.
 
     ## Why is this bad?
     `model.compile_repeated_blocks()` (regional compilation) compiles each submodule whose class
     name is listed in `_repeated_blocks`; without the list it raises, and users fall back to
     compiling the whole model, whose cold-start compile time is far longer for the same speed-up.
+    Only a model that runs once per denoising step repays the compile: one that runs once per
+    call (a text or condition encoder, a latent upsampler) gains nothing, and an autoregressive one
+    whose input grows every call recompiles each time.
 
     ## Example
     ```python
@@ -43,6 +50,7 @@ class MissingRepeatedBlocks(Rule):
         def __init__(self, num_layers: int = 20, ...):
             self.transformer_blocks = nn.ModuleList([SanaTransformerBlock(...) for _ in range(num_layers)])
     ```
+    (`SanaPipeline` calls `self.transformer(...)` in its denoising loop.)
 
     ## Use instead
     ```python
@@ -52,23 +60,31 @@ class MissingRepeatedBlocks(Rule):
         _repeated_blocks = ["SanaTransformerBlock"]
     ```
     The attribute goes right after `_no_split_modules` when there is one, else at the end of the
-    class attributes, just before `__init__`.
+    class attributes, just before `__init__`. A UNet gets what diffusers gives `UNet2DConditionModel`:
+    `_repeated_blocks = ["BasicTransformerBlock"]`.
 
     ## Fix safety
     Safe: only `compile_repeated_blocks` reads `_repeated_blocks`, and every name listed is a block
     class the model really builds (classes are matched by name, so the name is the one the class
-    is defined or imported under in that file). Stacks of `nn.Linear`/torch modules, of whole
-    models (`Multi*ControlNetModel.nets`) and factory-built lists (`get_down_block(...)`) are left
-    alone. Reported without a fix: stacks of a wrapper around several block classes, of a class
-    held in a variable, or of a class whose name cannot be resolved in the file; a model that also
-    builds blocks through `get_down_block(...)`-like factories (which of its classes to list is a
-    choice); and an existing `_repeated_blocks` that leaves a stacked class out (maybe on purpose).
+    is defined or imported under in its file). Only denoisers are fixed, as the tree's pipelines
+    show them: a model no pipeline calls in its loop but some registers (encoders, latent
+    upsamplers, condition embedders) or that is only built inside another model
+    (`TransformerTemporalModel`, the children of `AceStepConditionEncoder`) gets nothing; where the
+    tree has no pipeline that says (a single file, a fork with only models), or none uses the model
+    (one used only by modular pipelines), it is reported without a fix. Stacks of `nn.Linear`/torch
+    modules and of whole models (`Multi*ControlNetModel.nets`) are left alone. Reported without a
+    fix: stacks of a wrapper around several block classes, of a class held in a variable, or of a
+    class whose name cannot be resolved in the file; a factory whose returned classes cannot be read;
+    a model that stacks blocks itself and also builds some with factories (which to list is a choice);
+    and an existing `_repeated_blocks` that leaves a stacked class out (maybe on purpose). A model
+    that already lists its blocks (diffusers' `UNet2DConditionModel`) gets nothing.
 
     ## Evidence
     diffusers PR #11705 added `compile_repeated_blocks`, driven by `_repeated_blocks`, because
     regional compilation suits diffusion models (PyTorch's "Reducing torch.compile cold start
-    compilation time with regional compilation" recipe). PRs #12736 (Z-Image), #13019
-    (LongCat-Image) and #13496 (ERNIE-Image) each added exactly this one line to a model.
+    compilation time with regional compilation" recipe); it listed `BasicTransformerBlock` on
+    `UNet2DConditionModel`. PRs #12736 (Z-Image), #13019 (LongCat-Image) and #13496 (ERNIE-Image)
+    each added exactly this one line to a model.
     """
 
     code = "DIF003"
@@ -76,78 +92,97 @@ class MissingRepeatedBlocks(Rule):
     summary = "a model stacks blocks but defines no `_repeated_blocks`; regional compilation cannot find them"
     fix_safety = FixSafety.SAFE
     trigger = re.compile(r"ModuleList\(")
+    # Pipelines (what runs per step) and the graph of what models build, for findings in other files.
+    facts_trigger = re.compile(r"ModuleList\(|register_modules\(")
+
+    def collect_facts(self, source: SourceFile) -> ModuleGraph:
+        return module_graph(source)
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
-        models: dict[ast.ClassDef, _Stacks] = {}
-        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):
-            if not (isinstance(node, ast.Call) and (dotted_name(node.func) or "").endswith("ModuleList") and node.args):
+        graph = module_graph(source)
+        for cls in source.classes:
+            parts = graph.classes.get(cls.name)
+            if parts is None or not is_model_class(cls) or not (parts.stacks or parts.unclear or parts.factories):
                 continue
-            cls = _model_class(ancestors)
-            if cls is not None:
-                _collect(node.args[0], models.setdefault(cls, _Stacks()))
-        if not models:
-            return
-        names = source.memo("file_class_names", lambda: _class_names(source.tree))
-        for cls, stacks in models.items():
-            finding = self._check_model(source, tree, cls, stacks, names)
-            if finding is not None:
-                yield finding
-
-    def _check_model(
-        self, source: SourceFile, tree: TreeInfo, cls: ast.ClassDef, stacks: _Stacks, names: _Names
-    ) -> Finding | None:
-        blocks = list(dict.fromkeys(stacks.blocks))
-        reason = stacks.problem() or (_built_by_factory(cls) if blocks else None)
-        if reason is None:
-            reason = next((names.why_unclear(b) for b in blocks if names.why_unclear(b)), None)
-        blocks = [b for b in blocks if b not in names.models]
-        if not blocks and reason is None:
-            return None
-        existing = _existing(cls)
-        if existing is not None:
-            missing = [b for b in blocks if b not in existing]
-            if not missing or existing is _UNREADABLE:
-                return None
-            listed = ", ".join(f"`{b}`" for b in missing)
-            return self.finding(
+            blocks = list(parts.stacks)
+            existing = existing_list(cls)
+            if existing is not None:
+                missing = [b for b in blocks if b not in existing]
+                if missing and existing is not UNREADABLE:
+                    yield self._leaves_out(source, cls, missing)
+                continue
+            reason = parts.unclear
+            if parts.factories and (blocks or reason):
+                factory = parts.factories[0][0]
+                reason = (
+                    reason or f"the model also builds blocks with `{factory}(...)`; choose the repeated classes by hand"
+                )
+            listed = ", ".join(f"`{b}`" for b in blocks) or "blocks"
+            yield self.finding(
                 source,
                 cls,
-                f"`{cls.name}._repeated_blocks` leaves out {listed}, which it stacks; `compile_repeated_blocks()` "
-                "will not compile them",
-                not_fixed_reason="an existing list is the maintainers' choice; add the classes by hand if they were missed",
-                requires=tuple(("block_class", b) for b in missing),
+                f"`{cls.name}` stacks {listed} but defines no `{REPEATED_BLOCKS}`; `compile_repeated_blocks()` "
+                "cannot find them",
+                not_fixed_reason=reason,
+                requires=tuple(("block_class", b) for b in blocks),
+                model=cls.name,
+                blocks=tuple(blocks),
+                factories=parts.factories,
+                placement=_Placement.of(source, tree, cls),
             )
-        listed = ", ".join(f"`{b}`" for b in blocks) or "blocks"
-        message = f"`{cls.name}` stacks {listed} but defines no `_repeated_blocks`; `compile_repeated_blocks()` cannot find them"
-        fix = None
-        if reason is None:
-            fix = self._fix(source, tree, cls, blocks)
-            if isinstance(fix, str):
-                fix, reason = None, fix
+
+    def _leaves_out(self, source: SourceFile, cls: ast.ClassDef, missing: list[str]) -> Finding:
+        listed = ", ".join(f"`{b}`" for b in missing)
         return self.finding(
-            source, cls, message, fix, not_fixed_reason=reason, requires=tuple(("block_class", b) for b in blocks)
+            source,
+            cls,
+            f"`{cls.name}.{REPEATED_BLOCKS}` leaves out {listed}, which it stacks; `compile_repeated_blocks()` "
+            "will not compile them",
+            not_fixed_reason="an existing list is the maintainers' choice; add the classes by hand if they were missed",
+            requires=tuple(("block_class", b) for b in missing),
+            model=cls.name,
+            blocks=(),
+            placement=None,
         )
 
-    def _fix(self, source: SourceFile, tree: TreeInfo, cls: ast.ClassDef, blocks: list[str]):
-        indent = " " * (cls.body[0].col_offset if cls.body else cls.col_offset + 4)
-        quoted = [f'"{b}"' for b in blocks]
-        text = f"{_ATTRIBUTE} = [{', '.join(quoted)}]\n"
-        if len(indent) + len(text) - 1 > tree.line_length:
-            text = f"{_ATTRIBUTE} = [\n" + "".join(f"    {q},\n" for q in quoted) + "]\n"
-        position = _insert_position(cls)
-        if position is None:
-            return "the class has no `__init__` in its body to place the attribute before"
-        after, before, blank = position
-        params = (("text", text), ("after", after), ("before", before), ("blank_before", blank))
-        edit = Edit(source.ref(cls, "ClassDef"), "add_class_attribute", params, inserts=True)
-        return self.fix(f"add `{_ATTRIBUTE} = [{', '.join(quoted)}]`", edit)
-
     def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
-        """Drop the finding when a stacked class turns out to be a whole model (defined in another file)."""
-        for _, name in finding.requires:
-            if any("ModelMixin" in c.bases for c in index.classes(name)):
-                return None
+        """Keep denoisers only, follow a UNet's factories to the blocks they stack, and fix what is proven."""
+        if any(_is_model(index, name) for _, name in finding.requires):
+            return None  # a stacked class defined in another file is a whole model
+        model: str = finding.extra["model"]
+        verdict = self._per_step(index, model)
+        placement: _Placement | None = finding.extra["placement"]
+        if verdict is None or placement is None:  # not a denoiser, or a report on an existing list
+            return finding if verdict is not None else None
+        pipeline, unproven = verdict
+        blocks: tuple[str, ...] = finding.extra["blocks"]
+        if not blocks and finding.not_fixed_reason is None:
+            found = factory_blocks(index, self.code, finding.path, model)
+            blocks = tuple(b for b in found.blocks if not _is_model(index, b))
+            if not blocks and (found.problem is None or pipeline is None):
+                return None  # nothing repeats, or nothing is known of a model that may not even run per step
+            finding.message = found.message(model, finding.extra["factories"], blocks)
+            finding.not_fixed_reason = found.problem
+        if pipeline is not None:
+            finding.message += f" (`{pipeline}` calls it in its denoising loop)"
+        finding.not_fixed_reason = finding.not_fixed_reason or unproven
+        if finding.not_fixed_reason is None and blocks:
+            finding.fix = self.fix(*placement.edit(blocks))
         return finding
+
+    def _per_step(self, index: ProjectIndex, model: str) -> tuple[str | None, str | None] | None:
+        """(the pipeline that calls `model`, or a class it derives from, in its denoising loop; why the tree
+        cannot say), or None when the tree shows the model never runs per step."""
+        tree = denoising(index, self.code)
+        names = lineage(index, model)
+        pipeline = next((tree.per_step[n] for n in names if n in tree.per_step), None)
+        if pipeline is not None:
+            return pipeline, None
+        if not tree.pipelines:
+            return None, f"no pipeline in the tree shows that `{model}` runs once per denoising step"
+        if any(n in tree.registered for n in names) or builders(index, self.code, model):
+            return None  # called once per call (an encoder, an upsampler), or a part of another model
+        return None, f"none of the tree's {tree.pipelines} pipelines calls `{model}` in its denoising loop"
 
     def edit_add_class_attribute(
         self, node: libcst.ClassDef, text: str, after: str | None, before: str, blank_before: bool
@@ -183,10 +218,13 @@ class MissingRepeatedBlocks(Rule):
             "class FooControlNet(ModelMixin, ConfigMixin):\n    def __init__(self, n):\n        super().__init__()\n"
             "        self.controlnet_blocks = nn.ModuleList([nn.Linear(8, 8) for _ in range(n)])\n"
         ),
-        # A factory-built list: `get_down_block` may return different classes.
+        # Run once per call: the pipeline upsamples outside its denoising loop.
         (
-            "class FooUNet(ModelMixin, ConfigMixin):\n    def __init__(self, types):\n        super().__init__()\n"
-            "        self.down_blocks = nn.ModuleList([get_down_block(t) for t in types])\n"
+            "class FooUpsampler(ModelMixin, ConfigMixin):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.blocks = nn.ModuleList([ResBlock() for _ in range(n)])\n\n\n"
+            "class FooPipeline(DiffusionPipeline):\n    def __init__(self, upsampler: FooUpsampler):\n"
+            "        super().__init__()\n        self.register_modules(upsampler=upsampler)\n\n"
+            "    def __call__(self, latents):\n        return self.upsampler(latents)\n"
         ),
     )
     invalid = (
@@ -194,157 +232,65 @@ class MissingRepeatedBlocks(Rule):
             "class FooBlock(nn.Module):\n    pass\n\n\n"
             "class FooModel(ModelMixin, ConfigMixin):\n    _supports_gradient_checkpointing = True\n\n"
             "    @register_to_config\n    def __init__(self, n):\n        super().__init__()\n"
-            "        self.blocks = nn.ModuleList([FooBlock() for _ in range(n)])\n",
+            "        self.blocks = nn.ModuleList([FooBlock() for _ in range(n)])\n\n\n"
+            "class FooPipeline(DiffusionPipeline):\n    def __init__(self, transformer: FooModel, scheduler):\n"
+            "        super().__init__()\n        self.register_modules(transformer=transformer, scheduler=scheduler)\n\n"
+            "    def __call__(self, latents, timesteps):\n        for t in timesteps:\n"
+            "            latents = self.scheduler.step(self.transformer(latents, t), t, latents).prev_sample\n",
             "class FooBlock(nn.Module):\n    pass\n\n\n"
             "class FooModel(ModelMixin, ConfigMixin):\n    _supports_gradient_checkpointing = True\n"
             '    _repeated_blocks = ["FooBlock"]\n\n'
             "    @register_to_config\n    def __init__(self, n):\n        super().__init__()\n"
-            "        self.blocks = nn.ModuleList([FooBlock() for _ in range(n)])\n",
+            "        self.blocks = nn.ModuleList([FooBlock() for _ in range(n)])\n\n\n"
+            "class FooPipeline(DiffusionPipeline):\n    def __init__(self, transformer: FooModel, scheduler):\n"
+            "        super().__init__()\n        self.register_modules(transformer=transformer, scheduler=scheduler)\n\n"
+            "    def __call__(self, latents, timesteps):\n        for t in timesteps:\n"
+            "            latents = self.scheduler.step(self.transformer(latents, t), t, latents).prev_sample\n",
+        ),
+        # No pipeline in the tree shows that the model runs per step: reported only.
+        Example(
+            "class FooBlock(nn.Module):\n    pass\n\n\n"
+            "class FooModel(ModelMixin, ConfigMixin):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.blocks = nn.ModuleList([FooBlock() for _ in range(n)])\n"
         ),
     )
 
 
-_UNREADABLE: list[str] = []
+@dataclass(frozen=True)
+class _Placement:
+    """Where the new attribute goes in the class, and how wide it may be written."""
+
+    target: NodeRef
+    indent: int
+    line_length: int
+    after: str | None  # the attribute it follows, else it goes before `before`
+    before: str
+    blank_before: bool
+
+    @classmethod
+    def of(cls, source: SourceFile, tree: TreeInfo, node: ast.ClassDef) -> _Placement:
+        """In a class with an `__init__` (the only ones the graph describes)."""
+        init = next(i for i, s in enumerate(node.body) if isinstance(s, ast.FunctionDef) and s.name == "__init__")
+        indent = node.body[0].col_offset if node.body else node.col_offset + 4
+        target = source.ref(node, "ClassDef")
+        if any(isinstance(s, ast.Assign | ast.AnnAssign) and _target_is(s, _AFTER) for s in node.body):
+            return cls(target, indent, tree.line_length, _AFTER, "__init__", False)
+        previous = node.body[init - 1] if init > 0 else None
+        after_docstring = isinstance(previous, ast.Expr) and isinstance(previous.value, ast.Constant)
+        return cls(target, indent, tree.line_length, None, "__init__", after_docstring)
+
+    def edit(self, blocks: tuple[str, ...]) -> tuple[str, Edit]:
+        quoted = [f'"{b}"' for b in blocks]
+        text = f"{REPEATED_BLOCKS} = [{', '.join(quoted)}]\n"
+        if self.indent + len(text) - 1 > self.line_length:
+            text = f"{REPEATED_BLOCKS} = [\n" + "".join(f"    {q},\n" for q in quoted) + "]\n"
+        params = (("text", text), ("after", self.after), ("before", self.before), ("blank_before", self.blank_before))
+        edit = Edit(self.target, "add_class_attribute", params, inserts=True)
+        return f"add `{REPEATED_BLOCKS} = [{', '.join(quoted)}]`", edit
 
 
-@dataclass
-class _Stacks:
-    """What a model's `__init__` stacks in `nn.ModuleList`s."""
-
-    blocks: list[str] = field(default_factory=list)
-    wrapped: dict[str, list[str]] = field(default_factory=dict)  # wrapper class -> the block classes it wraps
-    variables: list[str] = field(default_factory=list)  # `block_cls(...)`: a class held in a variable
-
-    def problem(self) -> str | None:
-        if self.wrapped:
-            wrapper, inner = next(iter(self.wrapped.items()))
-            listed = ", ".join(f"`{i}`" for i in dict.fromkeys(inner))
-            return f"`{wrapper}` wraps other blocks ({listed}); choose which classes to compile by hand"
-        if self.variables:
-            return f"the stacked class is held in `{self.variables[0]}`; name it in `{_ATTRIBUTE}` by hand"
-        return None
-
-
-@dataclass
-class _Names:
-    """How the file binds class names: defined here, imported (with the name they were defined under), or both."""
-
-    defined: dict[str, int]
-    imported: dict[str, str | None]  # bound name -> original name
-    models: set[str]  # classes defined here that are themselves ModelMixin subclasses
-
-    def why_unclear(self, name: str) -> str | None:
-        times = self.defined.get(name, 0) + (name in self.imported)
-        if times > 1:
-            return f"`{name}` is bound more than once in this file; which class the model stacks is unclear"
-        if times == 0:
-            return f"`{name}` is neither defined nor imported by name in this file"
-        original = self.imported.get(name)
-        if original is not None and original != name:
-            return f"`{name}` is `{original}` imported under another name; classes are matched by their own name"
-        return None
-
-
-def _built_by_factory(cls: ast.ClassDef) -> str | None:
-    """A model that also builds blocks through `get_down_block(...)`-like factories (a UNet, a ControlNet).
-
-    Its stacks seen here are a side part; the repeated units that matter come out of the factory,
-    and which of their classes to list (UNet2DConditionModel lists `BasicTransformerBlock`) is a choice.
-    """
-    init = next(s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__")
-    for node in ast.walk(init):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            name = node.func.id
-            if name.startswith("get_") and "block" in name:
-                return f"the model also builds blocks with `{name}(...)`; choose the repeated classes by hand"
-    return None
-
-
-def _class_names(tree: ast.Module) -> _Names:
-    defined: dict[str, int] = {}
-    imported: dict[str, str | None] = {}
-    models: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef):
-            defined[node.name] = defined.get(node.name, 0) + 1
-            if any((dotted_name(b) or "").rsplit(".", 1)[-1] == "ModelMixin" for b in node.bases):
-                models.add(node.name)
-        elif isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                imported[alias.asname or alias.name] = alias.name
-    return _Names(defined, imported, models)
-
-
-def _model_class(ancestors: tuple[ast.AST, ...]) -> ast.ClassDef | None:
-    """The class whose `__init__` holds the node, when it derives from ModelMixin and only from mixins."""
-    for position in range(len(ancestors) - 1):
-        cls, method = ancestors[position], ancestors[position + 1]
-        if isinstance(cls, ast.ClassDef) and isinstance(method, ast.FunctionDef) and method.name == "__init__":
-            bases = [(dotted_name(b) or "").rsplit(".", 1)[-1] for b in cls.bases]
-            # Another base (a model class) may already define `_repeated_blocks`.
-            if "ModelMixin" in bases and all(b.endswith("Mixin") for b in bases):
-                return cls
-            return None
-    return None
-
-
-def _collect(listed: ast.expr, stacks: _Stacks) -> None:
-    if isinstance(listed, ast.ListComp | ast.GeneratorExp):
-        elements = [listed.elt]
-    elif isinstance(listed, ast.List) and len(listed.elts) > 1:
-        elements = listed.elts
-    else:
-        return
-    # `A(...) if cond else B(...)`: both classes are stacked.
-    units = [u for e in elements for u in ((e.body, e.orelse) if isinstance(e, ast.IfExp) else (e,))]
-    classes = [_block_class(u) for u in units]
-    if isinstance(listed, ast.List) and len(set(classes)) != 1:
-        return  # a literal list of different modules is not a stack
-    for unit, name in zip(units, classes):
-        if name is None:
-            # `block_cls(...)`: a block class chosen at run time; `get_down_block(...)` is a factory, left alone.
-            called = unit.func.id if isinstance(unit, ast.Call) and isinstance(unit.func, ast.Name) else ""
-            if "block" in called.lower() and called[:1].islower() and not called.startswith("get_"):
-                stacks.variables.append(called)
-            continue
-        inner = [c for a in (*unit.args, *(k.value for k in unit.keywords)) for c in [_block_class(a)] if c]
-        if inner:
-            stacks.wrapped.setdefault(name, []).extend(inner)
-        stacks.blocks.append(name)
-
-
-def _block_class(node: ast.expr) -> str | None:
-    """`FooBlock(...)` -> "FooBlock" for a block-like class called by its plain name (not `nn.X`, not a factory)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        name = node.func.id
-        if name[:1].isupper() and _BLOCK_NAME.search(name) and not name.endswith("Model"):
-            return name
-    return None
-
-
-def _existing(cls: ast.ClassDef) -> list[str] | None:
-    for statement in cls.body:
-        targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
-        if any(isinstance(t, ast.Name) and t.id == _ATTRIBUTE for t in targets):
-            value = getattr(statement, "value", None)
-            if isinstance(value, ast.List | ast.Tuple) and all(
-                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
-            ):
-                return [e.value for e in value.elts]
-            return _UNREADABLE
-    return None
-
-
-def _insert_position(cls: ast.ClassDef) -> tuple[str | None, str, bool] | None:
-    """(after which attribute, before which method, whether a blank line goes first)."""
-    init = next((i for i, s in enumerate(cls.body) if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-    if init is None:
-        return None
-    if any(isinstance(s, ast.Assign | ast.AnnAssign) and _target_is(s, _AFTER) for s in cls.body):
-        return (_AFTER, "__init__", False)
-    previous = cls.body[init - 1] if init > 0 else None
-    after_docstring = isinstance(previous, ast.Expr) and isinstance(previous.value, ast.Constant)
-    return (None, "__init__", after_docstring)
+def _is_model(index: ProjectIndex, name: str) -> bool:
+    return any("ModelMixin" in c.bases for c in index.classes(name))
 
 
 def _target_is(statement: ast.Assign | ast.AnnAssign, name: str) -> bool:

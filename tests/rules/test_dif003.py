@@ -1,8 +1,9 @@
-"""DIF003: models that stack blocks get `_repeated_blocks`, so that `compile_repeated_blocks()` works.
+"""DIF003: denoisers that repeat blocks get `_repeated_blocks`, so that `compile_repeated_blocks()` works.
 
 Fixtures (fixtures/DIF003) pin the placement and the traps. Here: the rewrite of the installed
-diffusers, checked the way `ModelMixin.compile_repeated_blocks` uses the list (class names matched
-against `type(module).__name__` over `model.modules()`), on tiny models built on the CPU.
+diffusers (which models its pipelines call per step, what UNets' factory-built blocks stack),
+checked the way `ModelMixin.compile_repeated_blocks` uses the list (class names matched against
+`type(module).__name__` over `model.modules()`), on tiny models built on the CPU.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from pathlib import Path
 
 from conftest import DiffusersTrees, run_python_in_tree
 
-# Every model of diffusers 0.42.1 that DIF003 fixes, with the list it adds (reviewed one by one).
+# Every model of diffusers 0.42.1 that DIF003 fixes, with the list it adds (reviewed one by one): the
+# denoisers its pipelines call per step, UNets and ControlNets with what their factory-built blocks stack.
 FIXED = {
-    ("models/condition_embedders/condition_embedder_anima.py", "AnimaTextConditioner"): ("AnimaTextConditionerBlock",),
+    ("models/controlnets/controlnet.py", "ControlNetModel"): ("BasicTransformerBlock",),
     ("models/controlnets/controlnet_cosmos.py", "CosmosControlNetModel"): ("CosmosTransformerBlock",),
     ("models/controlnets/controlnet_flux.py", "FluxControlNetModel"): (
         "FluxTransformerBlock",
@@ -43,16 +45,10 @@ FIXED = {
     ("models/transformers/hunyuan_transformer_2d.py", "HunyuanDiT2DModel"): ("HunyuanDiTBlock",),
     ("models/transformers/latte_transformer_3d.py", "LatteTransformer3DModel"): ("BasicTransformerBlock",),
     ("models/transformers/lumina_nextdit2d.py", "LuminaNextDiT2DModel"): ("LuminaNextDiTBlock",),
-    ("models/transformers/minimax_music3_rvq_depth_decoder.py", "MiniMaxMusic3RVQDepthDecoder"): (
-        "MiniMaxMusic3DepthDecoderBlock",
-    ),
     ("models/transformers/pixart_transformer_2d.py", "PixArtTransformer2DModel"): ("BasicTransformerBlock",),
     ("models/transformers/prior_transformer.py", "PriorTransformer"): ("BasicTransformerBlock",),
     ("models/transformers/sana_transformer.py", "SanaTransformer2DModel"): ("SanaTransformerBlock",),
     ("models/transformers/stable_audio_transformer.py", "StableAudioDiTModel"): ("StableAudioDiTBlock",),
-    ("models/transformers/transformer_2d_dreamlite.py", "DreamLiteTransformer2DModel"): (
-        "BasicTransformerBlockDreamLite",
-    ),
     ("models/transformers/transformer_allegro.py", "AllegroTransformer3DModel"): ("AllegroTransformerBlock",),
     ("models/transformers/transformer_bria.py", "BriaTransformer2DModel"): (
         "BriaTransformerBlock",
@@ -76,13 +72,23 @@ FIXED = {
     ("models/transformers/transformer_prx.py", "PRXTransformer2DModel"): ("PRXBlock",),
     ("models/transformers/transformer_sana_video.py", "SanaVideoTransformer3DModel"): ("SanaVideoTransformerBlock",),
     ("models/transformers/transformer_sd3.py", "SD3Transformer2DModel"): ("JointTransformerBlock",),
-    ("models/transformers/transformer_temporal.py", "TransformerTemporalModel"): ("BasicTransformerBlock",),
+    ("models/unets/unet_3d_condition.py", "UNet3DConditionModel"): ("BasicTransformerBlock",),
+    ("models/unets/unet_i2vgen_xl.py", "I2VGenXLUNet"): ("BasicTransformerBlock",),
+    ("models/unets/unet_spatio_temporal_condition.py", "UNetSpatioTemporalConditionModel"): (
+        "BasicTransformerBlock",
+        "TemporalBasicTransformerBlock",
+    ),
     ("models/unets/uvit_2d.py", "UVit2DModel"): ("BasicTransformerBlock",),
-    ("pipelines/ace_step/modeling_ace_step.py", "AceStepLyricEncoder"): ("AceStepEncoderLayer",),
-    ("pipelines/ace_step/modeling_ace_step.py", "AceStepTimbreEncoder"): ("AceStepEncoderLayer",),
-    ("pipelines/ace_step/modeling_ace_step.py", "AceStepAudioTokenDetokenizer"): ("AceStepEncoderLayer",),
-    ("pipelines/ltx/modeling_latent_upsampler.py", "LTXLatentUpsamplerModel"): ("ResBlock",),
-    ("pipelines/ltx2/latent_upsampler.py", "LTX2LatentUpsamplerModel"): ("ResBlock",),
+    ("pipelines/audioldm2/modeling_audioldm2.py", "AudioLDM2UNet2DConditionModel"): ("BasicTransformerBlock",),
+}
+
+# Those whose blocks come from `get_down_block`-like factories: the names are of what the blocks' transformers stack.
+FACTORY_BUILT = {
+    "ControlNetModel",
+    "UNet3DConditionModel",
+    "I2VGenXLUNet",
+    "UNetSpatioTemporalConditionModel",
+    "AudioLDM2UNet2DConditionModel",
 }
 
 
@@ -108,12 +114,44 @@ def test_diffusers_models_get_exactly_the_reviewed_lists(diffusers_trees: Diffus
     assert len(fixed) == len(FIXED)
 
 
+# Models that stack blocks but that no pipeline runs per step (issue 11): reported without a fix where the tree
+# does not say how they run (used only by modular pipelines), left alone where it shows them run once per call
+# (encoders, latent upsamplers) or only inside another model (UNet3D's temporal transformer, AceStep's encoders).
+REPORTED_ONLY = {"AnimaTextConditioner", "MiniMaxMusic3RVQDepthDecoder"}
+LEFT_ALONE = {
+    "TransformerTemporalModel",
+    "DreamLiteTransformer2DModel",
+    "AceStepLyricEncoder",
+    "AceStepTimbreEncoder",
+    "AceStepAudioTokenDetokenizer",
+    "LTXLatentUpsamplerModel",
+    "LTX2LatentUpsamplerModel",
+}
+
+
+def test_models_that_do_not_run_per_step_are_never_fixed(diffusers_trees: DiffusersTrees) -> None:
+    findings = {f.message.split("`")[1]: f for f in diffusers_trees.result.findings if f.code == "DIF003"}
+    assert {name: (findings[name].fix, findings[name].fixed) for name in REPORTED_ONLY} == dict.fromkeys(
+        REPORTED_ONLY, (None, False)
+    )
+    assert all("denoising loop" in (findings[name].not_fixed_reason or "") for name in REPORTED_ONLY)
+    assert not LEFT_ALONE & set(findings)
+
+
 # In the rewritten tree: every listed name is the `__name__` of an nn.Module class (not a whole model)
-# bound under that name in the model's own module.
+# bound under that name in the model's own module; a UNet's names, which its blocks' transformers
+# stack, are each the `__name__` of exactly one diffusers module class.
 NAMES_RESOLVE = """
 import importlib, json
 import torch
 from diffusers.models.modeling_utils import ModelMixin
+
+
+def subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from subclasses(sub)
+
 
 problems = []
 for module_name, class_name in {targets!r}:
@@ -121,6 +159,9 @@ for module_name, class_name in {targets!r}:
     cls = getattr(module, class_name)
     for name in cls._repeated_blocks:
         block = vars(module).get(name)
+        if class_name in {factory_built!r}:
+            named = {{c for c in subclasses(torch.nn.Module) if c.__name__ == name and c.__module__.startswith("diffusers.")}}
+            block = named.pop() if len(named) == 1 else None
         if not (isinstance(block, type) and issubclass(block, torch.nn.Module) and block.__name__ == name):
             problems.append(f"{{module_name}}.{{class_name}}: {{name}} is not a module class of that file")
         elif issubclass(block, ModelMixin):
@@ -131,7 +172,8 @@ print(json.dumps(problems))
 
 def test_every_listed_name_is_a_block_class_of_the_models_file(diffusers_trees: DiffusersTrees) -> None:
     targets = sorted(("diffusers." + path.removesuffix(".py").replace("/", "."), cls) for path, cls in FIXED)
-    process = run_python_in_tree(diffusers_trees.rewritten, NAMES_RESOLVE.format(targets=targets))
+    code = NAMES_RESOLVE.format(targets=targets, factory_built=sorted(FACTORY_BUILT))
+    process = run_python_in_tree(diffusers_trees.rewritten, code)
     assert process.returncode == 0, process.stderr[-3000:]
     assert json.loads(process.stdout.strip().splitlines()[-1]) == []
 
@@ -144,7 +186,8 @@ from diffusers.models.controlnets.controlnet_flux import FluxControlNetModel
 from diffusers.models.transformers.cogvideox_transformer_3d import CogVideoXTransformer3DModel
 from diffusers.models.transformers.dit_transformer_2d import DiTTransformer2DModel
 from diffusers.models.transformers.sana_transformer import SanaTransformer2DModel
-from diffusers.pipelines.ltx.modeling_latent_upsampler import LTXLatentUpsamplerModel
+from diffusers.models.controlnets.controlnet import ControlNetModel
+from diffusers.models.unets.unet_spatio_temporal_condition import UNetSpatioTemporalConditionModel
 
 models = {
     "SanaTransformer2DModel": SanaTransformer2DModel(
@@ -164,7 +207,16 @@ models = {
         num_attention_heads=2, attention_head_dim=8, in_channels=4, out_channels=4, num_layers=2, sample_width=8,
         sample_height=8, sample_frames=9, patch_size=2, text_embed_dim=16, time_embed_dim=8,
     ),
-    "LTXLatentUpsamplerModel": LTXLatentUpsamplerModel(in_channels=4, mid_channels=32, num_blocks_per_stage=2),
+    "ControlNetModel": ControlNetModel(
+        block_out_channels=(8, 16), layers_per_block=1, down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+        cross_attention_dim=16, norm_num_groups=4, attention_head_dim=2, conditioning_embedding_out_channels=(4, 8),
+    ),
+    "UNetSpatioTemporalConditionModel": UNetSpatioTemporalConditionModel(
+        sample_size=8, in_channels=8, out_channels=4, block_out_channels=(32, 64), layers_per_block=1,
+        down_block_types=("CrossAttnDownBlockSpatioTemporal", "DownBlockSpatioTemporal"),
+        up_block_types=("UpBlockSpatioTemporal", "CrossAttnUpBlockSpatioTemporal"), cross_attention_dim=16,
+        num_attention_heads=(2, 4), addition_time_embed_dim=4, projection_class_embeddings_input_dim=12,
+    ),
 }
 compiled = []
 torch.nn.Module.compile = lambda module, *args, **kwargs: compiled.append(type(module).__name__)
@@ -185,7 +237,10 @@ EXPECTED_COMPILED = {
     "DiTTransformer2DModel": ["BasicTransformerBlock"] * 2,
     "FluxControlNetModel": ["FluxTransformerBlock", "FluxSingleTransformerBlock", "FluxSingleTransformerBlock"],
     "CogVideoXTransformer3DModel": ["CogVideoXBlock"] * 2,
-    "LTXLatentUpsamplerModel": ["ResBlock"] * 4,
+    # One cross-attention down block and the mid block: a `Transformer2DModel` each.
+    "ControlNetModel": ["BasicTransformerBlock"] * 2,
+    # A spatial and a temporal block in each `TransformerSpatioTemporalModel` (down, mid, two up).
+    "UNetSpatioTemporalConditionModel": ["BasicTransformerBlock", "TemporalBasicTransformerBlock"] * 4,
 }
 
 
