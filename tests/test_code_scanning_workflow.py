@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tools.fixture_cases import find_case
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "docs" / "examples" / "codemod-code-scanning.yml"
-FIXTURE = ROOT / "fixtures" / "DIF004" / "adapter_denoising_loop.py"
+PIPELINE = find_case("DIF004/adapter_denoising_loop").input_text()
 CHANGED = "src/diffusers/pipelines/t2i_adapter/pipeline_adapter.py"
 
 
@@ -65,7 +67,7 @@ def pull_request(tmp_path: Path) -> tuple[Path, str]:
     git("commit", "--quiet", "-m", "base", cwd=repo)
     base = git("rev-parse", "HEAD", cwd=repo).strip()
     (repo / CHANGED).parent.mkdir(parents=True)
-    (repo / CHANGED).write_text(FIXTURE.read_text())
+    (repo / CHANGED).write_text(PIPELINE)
     (repo / "README.md").write_text("fork, changed\n")
     git("add", "-A", cwd=repo)
     git("commit", "--quiet", "-m", "a pipeline", cwd=repo)

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from codemods.sarif_fixes import replacements
+from tools.fixture_cases import find_case
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-ADAPTER = FIXTURES / "DIF004" / "adapter_denoising_loop.py"
+CASE = find_case("DIF004/adapter_denoising_loop")
+ADAPTER = CASE.input_text()
 
 
 def codemod(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -46,10 +47,10 @@ def apply_replacements(text: str, changes: list[dict]) -> str:
 @pytest.fixture(scope="module")
 def adapter_sarif(tmp_path_factory: pytest.TempPathFactory) -> dict:
     work = tmp_path_factory.mktemp("sarif")
-    (work / "pipeline.py").write_text(ADAPTER.read_text())
+    (work / "pipeline.py").write_text(ADAPTER)
     done = codemod("run", "--check", "--format", "sarif", "pipeline.py", cwd=work)
     assert done.returncode == 1, done.stderr  # findings remain: exit 1, as with text output
-    assert (work / "pipeline.py").read_text() == ADAPTER.read_text()  # --check writes nothing
+    assert (work / "pipeline.py").read_text() == ADAPTER  # --check writes nothing
     return json.loads(done.stdout)
 
 
@@ -80,9 +81,9 @@ def test_applying_every_suggestion_gives_the_fixed_file(adapter_sarif: dict) -> 
         for replacement in change["replacements"]
     ]
 
-    fixed = apply_replacements(ADAPTER.read_text(), changes)
+    fixed = apply_replacements(ADAPTER, changes)
 
-    assert fixed == (FIXTURES / "DIF004" / "adapter_denoising_loop.expected.py").read_text()
+    assert fixed == CASE.expected_text()
 
 
 def test_rule_help_is_what_codemod_explain_prints(adapter_sarif: dict, tmp_path: Path) -> None:
