@@ -9,7 +9,7 @@ from pathlib import Path
 
 # diffusers' `[tool.ruff] line-length`; used when the target's pyproject does not say.
 DEFAULT_LINE_LENGTH = 119
-_KEYS = {"select", "ignore", "exclude", "include-deprecated"}
+_KEYS = {"select", "ignore", "exclude", "include-deprecated", "opt-in"}
 
 
 class ConfigError(Exception):
@@ -25,6 +25,8 @@ class Config:
     pyproject: Path | None = None
     # `pipelines/deprecated/` is scanned but never changed unless the target opts in (see codemods.frozen).
     include_deprecated: bool = False
+    # Fixes a rule offers only on request ("DIF004-self-calls"; each rule's `opt_ins`, checked by `codemods.rules`).
+    opt_in: tuple[str, ...] = ()
 
 
 def find_pyproject(paths: Iterable[Path]) -> Path | None:
@@ -61,6 +63,7 @@ def load_config(pyproject: Path | None) -> Config:
         line_length=int(line_length) if isinstance(line_length, int) else DEFAULT_LINE_LENGTH,
         pyproject=pyproject,
         include_deprecated=_boolean(table, "include-deprecated", pyproject),
+        opt_in=_strings(table, "opt-in", pyproject),
     )
 
 

@@ -26,7 +26,7 @@ from codemods.facts import FileFacts
 from codemods.files import SourceText, WriteRefused, write_atomically
 from codemods.findings import FileError, Finding, FixSafety
 from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
-from codemods.rules import select_rules
+from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
 from codemods.scan import Scan, ScanJob, file_facts, run_scan_job
 from codemods.source import SourceFile
@@ -115,6 +115,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
         options.select if options.select is not None else config.select,
         options.ignore if options.ignore is not None else config.ignore,
     )
+    check_opt_ins(config.opt_in)
     base = config.pyproject.parent if config.pyproject else Path.cwd()
     files = discover(options.paths, config.exclude, base)
     return _Run(options, config, rules, files, progress or (lambda *_: None)).execute()
@@ -137,7 +138,7 @@ class _Run:
             if file.parent not in roots_by_directory:
                 roots_by_directory[file.parent] = package_root(file.parent)
             self.roots[str(file)] = roots_by_directory[file.parent]
-        self.trees = {root: TreeInfo.of(root, config.line_length) for root in set(self.roots.values())}
+        self.trees = {root: TreeInfo.of(root, config.line_length, config.opt_in) for root in set(self.roots.values())}
         self.codes = tuple(rule.code for rule in rules)
         cache_key = repr((self.codes, sorted(self.trees.values(), key=repr)))
         self.cache = ScanCache(options.cache_dir, cache_key)

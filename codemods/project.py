@@ -60,14 +60,16 @@ class TreeInfo:
     package: str
     torch_utils_names: tuple[str, ...]  # helpers the tree's `utils/torch_utils.py` defines (sorted: a cache key)
     line_length: int
+    opt_ins: tuple[str, ...] = ()  # `[tool.codemod] opt-in` (sorted: a cache key)
 
     @classmethod
-    def of(cls, root: Path | None, line_length: int) -> TreeInfo:
+    def of(cls, root: Path | None, line_length: int, opt_ins: tuple[str, ...] = ()) -> TreeInfo:
+        opt_ins = tuple(sorted(set(opt_ins)))
         if root is None:
-            return cls(None, "", (), line_length)
+            return cls(None, "", (), line_length, opt_ins)
         torch_utils = root / "utils" / "torch_utils.py"
         text = torch_utils.read_text("utf-8") if torch_utils.is_file() else ""
-        return cls(str(root), root.name, tuple(sorted(set(_DEFINED_FUNCTION.findall(text)))), line_length)
+        return cls(str(root), root.name, tuple(sorted(set(_DEFINED_FUNCTION.findall(text)))), line_length, opt_ins)
 
 
 FactsLoader = Callable[[str, str, str], FileFacts | None]

@@ -116,11 +116,11 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_show_prints_the_input_the_expected_change_and_the_findings() -> None:
-    case = find_case("DIF004/autoencoder_self_decode")
+    case = find_case("DIF004/pndm_delegating_step")
     shown = _cli("show", case.name)
     assert shown.returncode == 0
     assert shown.stdout == (
-        f"=== autoencoder_self_decode.py (input)\n{case.input_text()}"
+        f"=== pndm_delegating_step.py (input)\n{case.input_text()}"
         f"=== expected change\n{case.expected_diff.read_text()}"
         f"=== expected findings\n{case.expected_findings.read_text()}"
     )

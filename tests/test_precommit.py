@@ -13,8 +13,11 @@ import pytest
 from tools.fixture_cases import find_case
 
 PROJECT = Path(__file__).resolve().parent.parent
-CASE = find_case("DIF004/autoencoder_self_decode")
-EXAMPLE, FIXED = CASE.input_text(), CASE.expected_text()
+EXAMPLE = find_case("DIF004/autoencoder_self_decode").input_text()
+# What DIF004 makes of it where the project opts in to a model's reads of its own methods.
+FIXED = EXAMPLE.replace("self._decode(z_slice).sample", "self._decode(z_slice, return_dict=False)[0]").replace(
+    "self._decode(z).sample", "self._decode(z, return_dict=False)[0]"
+)
 
 
 def git(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -53,7 +56,9 @@ def _project(tmp_path: Path, hook_repository: tuple[Path, str], hook_id: str) ->
     (project / ".pre-commit-config.yaml").write_text(
         f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: {hook_id}\n"
     )
-    git("add", ".pre-commit-config.yaml", cwd=project)
+    # The example is a model reading its own `_decode`: DIF004 fixes that where the project opts in.
+    (project / "pyproject.toml").write_text('[tool.codemod]\nopt-in = ["DIF004-self-calls"]\n')
+    git("add", ".pre-commit-config.yaml", "pyproject.toml", cwd=project)
     git("commit", "-qm", "config", "--no-verify", cwd=project)
     return project
 
@@ -94,7 +99,7 @@ def test_the_check_hook_reports_without_changing_and_a_clean_file_passes(
     git("add", "autoencoder.py", cwd=project)
     stopped = _commit(project, pre_commit_home, "add autoencoder")
     assert stopped.returncode != 0
-    assert "autoencoder.py:28:31: DIF004 [*] `.sample` read off `self._decode(...)`" in stopped.stdout
+    assert "autoencoder.py:29:31: DIF004 [*] `.sample` read off `self._decode(...)`" in stopped.stdout
     assert (project / "autoencoder.py").read_text() == EXAMPLE
 
     (project / "autoencoder.py").write_text(FIXED)

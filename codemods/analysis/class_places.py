@@ -16,13 +16,12 @@ import weakref
 from functools import cached_property
 
 from codemods.analysis.attributes import class_attributes
-from codemods.analysis.hot_paths import is_scheduler
+from codemods.analysis.hot_paths import is_module_class, is_scheduler
 from codemods.analysis.place import Place, join
 from codemods.analysis.placement import FunctionPlaces
 from codemods.source import Ancestors, SourceFile, dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-_MODULE_BASES = ("Module", "ModelMixin")
 # Set up by `set_timesteps`; what `__init__` put there is replaced before any step runs.
 _SCHEDULE_SETTER = "set_timesteps"
 
@@ -45,8 +44,7 @@ class ClassPlaces:
 
     @cached_property
     def is_module(self) -> bool:
-        bases = [(dotted_name(b) or "").rsplit(".", 1)[-1] for b in self.cls.bases]
-        return not self.is_scheduler and (any(b in _MODULE_BASES for b in bases) or "forward" in self.methods)
+        return is_module_class(self.cls)
 
     @cached_property
     def components(self) -> frozenset[str]:

@@ -32,6 +32,7 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 _CACHING_DECORATORS = {"lru_cache_unless_export", "lru_cache", "cache", "cached_property"}
 _EXPORT_ONLY = {"is_exporting", "is_tracing", "is_scripting"}
 _HOT_ENTRY_METHODS = {"forward"}
+_MODULE_BASES = ("Module", "ModelMixin")
 _SCHEDULER_ENTRY_METHODS = {"step", "scale_model_input"}
 _PROCESSOR_ENTRY_METHODS = {"__call__"}
 _STEP_INDEX = {"step_index", "_step_index"}
@@ -52,6 +53,14 @@ def is_cached(function: Function) -> bool:
 def is_scheduler(cls: ast.ClassDef) -> bool:
     bases = [dotted_name(b) or "" for b in cls.bases]
     return cls.name.endswith("Scheduler") or any(b.rsplit(".", 1)[-1] == "SchedulerMixin" for b in bases)
+
+
+def is_module_class(cls: ast.ClassDef) -> bool:
+    """A model or a block of one: an `nn.Module`/`ModelMixin` subclass, or a non-scheduler class with `forward`."""
+    bases = [(dotted_name(b) or "").rsplit(".", 1)[-1] for b in cls.bases]
+    methods = [n.name for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    defines_forward = "forward" in methods
+    return not is_scheduler(cls) and (any(b in _MODULE_BASES for b in bases) or defines_forward)
 
 
 def is_attention_processor(cls: ast.ClassDef) -> bool:

@@ -1,21 +1,28 @@
 """What class an expression holds, as far as one file can tell without running it.
 
 Pipelines declare their components in `__init__` (`unet: UNet2DConditionModel`, then
-`self.register_modules(unet=unet)`); models build theirs (`self.proj = Transformer2DModel(...)`);
-scripts load them (`unet = UNet2DConditionModel.from_pretrained(...)`). Anything else is
-unknown, and unknown means no rewrite.
+`self.register_modules(unet=unet)`); models build theirs (`self.proj = Transformer2DModel(...)`,
+`self.attentions = nn.ModuleList(attentions)` after `attentions.append(Transformer2DModel(...))`);
+scripts load them (`unet = UNet2DConditionModel.from_pretrained(...)`) and hand them through
+accelerate (`accelerator.prepare(unet)`, `accelerator.unwrap_model(unet)`). Locals follow the
+assignments that reach their use (`unet = self.unet`, `for attn in self.attentions`). Anything
+else is unknown, and unknown means no rewrite.
 """
 
 from __future__ import annotations
 
 import ast
 
-from codemods.source import statements
+from codemods.analysis.bindings import Binding, FunctionBindings
+from codemods.source import dotted_name, statements
 
 Types = tuple[str, ...]
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 _CONSTRUCTORS = ("from_pretrained", "from_config", "from_single_file")
 _CONTAINERS = ("list", "tuple", "List", "Tuple", "Sequence")
+_UNWRAPPERS = ("unwrap_model",)
+_LIST_MUTATORS = ("append", "extend", "insert", "__setitem__")
 
 
 def annotation_types(node: ast.expr | None, elements: bool = False) -> Types | None:
@@ -89,7 +96,9 @@ def attribute_types(cls: ast.ClassDef, elements: bool = False) -> dict[str, Type
         if name in found and (found[name] is None or types is None):
             found[name] = None
         else:
-            found[name] = tuple(dict.fromkeys((*(found.get(name) or ()), *(types or ())))) if types is not None else None
+            found[name] = (
+                tuple(dict.fromkeys((*(found.get(name) or ()), *(types or ())))) if types is not None else None
+            )
 
     def value_types(value: ast.expr) -> Types | None:
         if isinstance(value, ast.Name) and value.id in parameters:
@@ -121,41 +130,179 @@ def registered_components(cls: ast.ClassDef) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def local_types(scope: ast.AST) -> dict[str, Types | None]:
-    """Plain names in `scope` (a function or module) bound only to one kind of model; None when bound otherwise."""
+class LocalTypes:
+    """What class a local name holds where it is used, in one function: every assignment that may
+    reach the use must say (a constructor, an annotated parameter, a component `self.unet`, an
+    element of a `ModuleList`, a wrapper that hands its model back); one that does not makes it unknown.
+    """
+
+    def __init__(
+        self, function: Function, attributes: dict[str, Types | None], elements: dict[str, Types | None]
+    ) -> None:
+        self.bindings = FunctionBindings(function)
+        self.attributes = attributes  # `self.<name>` -> classes (attribute_types)
+        self.elements = elements  # `self.<name>` -> classes of its elements (element_types)
+
+    def of(self, name: str, use: ast.AST, seen: frozenset[int] = frozenset()) -> Types | None:
+        reaching = self.bindings.reaching(name, use)
+        if not reaching:
+            return None
+        found: list[str] = []
+        for binding in reaching:
+            if id(binding) in seen:
+                continue  # a loop feeding a name back to itself adds no class of its own
+            types = self._binding(binding, seen | {id(binding)})
+            if types is None:
+                return None
+            found.extend(types)
+        return tuple(dict.fromkeys(found))
+
+    def value(self, value: ast.expr, seen: frozenset[int] = frozenset()) -> Types | None:
+        """The classes an expression evaluates to (None: unknown)."""
+        if isinstance(value, ast.IfExp):
+            branches = (self.value(value.body, seen), self.value(value.orelse, seen))
+            return None if None in branches else tuple(dict.fromkeys(branches[0] + branches[1]))
+        if isinstance(value, ast.Name):
+            return self.of(value.id, value, seen)
+        attribute = _self_attribute_name(value)
+        if attribute is not None:
+            return self.attributes.get(attribute)
+        if isinstance(value, ast.Subscript) and _self_attribute_name(value.value) is not None:
+            return self.elements.get(_self_attribute_name(value.value))  # `self.attentions[i]`
+        wrapped = unwrapped(value)
+        if wrapped is not None:
+            return self.value(wrapped, seen)
+        return constructed_type(value)
+
+    def _binding(self, binding: Binding, seen: frozenset[int]) -> Types | None:
+        if binding.kind == "parameter" and binding.argument is not None:
+            return annotation_types(binding.argument.annotation)
+        if binding.kind == "value" and binding.value is not None:
+            return self.value(binding.value, seen)
+        if binding.kind == "element" and binding.value is not None:
+            iterable = binding.value.value if isinstance(binding.value, ast.Subscript) else binding.value  # `[1:]`
+            attribute = _self_attribute_name(iterable)
+            return self.elements.get(attribute) if attribute is not None else None
+        if binding.kind == "item" and _is_prepare(binding.value):
+            # `unet, optimizer = accelerator.prepare(unet, optimizer)`: each item is its argument, wrapped.
+            arguments = binding.value.args  # type: ignore[union-attr]
+            return self.value(arguments[binding.position], seen) if binding.position < len(arguments) else None
+        return None
+
+
+def unwrapped(value: ast.expr) -> ast.expr | None:
+    """The model a wrapper call hands back: `accelerator.unwrap_model(m)`, a script's own `unwrap_model(m)`,
+    `accelerator.prepare(m)`. Their results forward `return_dict` to the model's own `forward`."""
+    if not isinstance(value, ast.Call) or len(value.args) != 1:
+        return None
+    name = dotted_name(value.func) or ""
+    if name.rsplit(".", 1)[-1] in _UNWRAPPERS or _is_prepare(value):
+        return value.args[0]
+    return None
+
+
+def element_types(cls: ast.ClassDef) -> dict[str, Types | None]:
+    """`self.<name> = nn.ModuleList(...)` -> the classes its elements may be, from every assignment (None: unknown).
+
+    Changed in any other way (`self.<name>.append(...)`, `+=`, an item store), its elements are unknown.
+    """
     found: dict[str, Types | None] = {}
 
-    def bind(name: str, types: Types | None) -> None:
-        found[name] = types if name not in found or found[name] == types else None
+    def record(name: str, types: Types | None) -> None:
+        previous = found.get(name, ())
+        found[name] = None if types is None or previous is None else tuple(dict.fromkeys(previous + types))
 
-    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
-        for name, annotation in _init_parameters(scope).items():
-            bind(name, annotation_types(annotation))
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                types = constructed_type(node.value) if isinstance(target, ast.Name) else None
-                for name in _names(target):
-                    bind(name, types)
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr | ast.For | ast.AsyncFor):
-            value = getattr(node, "value", None) if isinstance(node, ast.AnnAssign) else None
-            for name in _names(node.target):
-                bind(name, constructed_type(value) if value is not None else None)
-        elif isinstance(node, ast.With | ast.AsyncWith):
-            for item in node.items:
-                for name in _names(item.optional_vars):
-                    bind(name, None)
+    methods = [n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    for method in methods:
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign):
+                for name in filter(None, map(_self_attribute_name, node.targets)):
+                    record(name, _module_list_types(node.value, method))
+            elif isinstance(node, ast.AugAssign | ast.AnnAssign) and _self_attribute_name(node.target):
+                record(_self_attribute_name(node.target), None)
+            elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+                if _self_attribute_name(node.value):
+                    record(_self_attribute_name(node.value), None)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                name = _self_attribute_name(node.func.value)
+                if name and node.func.attr in _LIST_MUTATORS:
+                    record(name, None)
     return found
 
 
-def _names(target: ast.AST | None) -> list[str]:
-    if target is None:
-        return []
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+def _module_list_types(value: ast.expr, method: Function) -> Types | None:
+    if isinstance(value, ast.Constant) and value.value is None:
+        return ()  # `self.downsamplers = None`: nothing to iterate
+    if not (isinstance(value, ast.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] == "ModuleList"):
+        return None
+    if not value.args:
+        return ()
+    if len(value.args) != 1 or value.keywords:
+        return None
+    (items,) = value.args
+    if isinstance(items, ast.Name):
+        return _appended_types(items.id, method)
+    return _display_types(items)
+
+
+def _display_types(items: ast.expr) -> Types | None:
+    """`[A(...), B(...)]` or `[A(...) for _ in range(n)]` -> ("A", "B") / ("A",)."""
+    if isinstance(items, ast.ListComp):
+        return constructed_type(items.elt)
+    if isinstance(items, ast.List | ast.Tuple):
+        found: list[str] = []
+        for item in items.elts:
+            types = constructed_type(item)
+            if types is None:
+                return None
+            found.extend(types)
+        return tuple(dict.fromkeys(found))
+    return None
+
+
+def _appended_types(name: str, method: Function) -> Types | None:
+    """A list built in `method` as `name = []` and `name.append(A(...))` (in any branch) -> its classes.
+
+    Any other way of filling it (`extend`, `insert`, `+=`, an item store, a second source) -> None.
+    """
+    found: list[str] = []
+    for node in ast.walk(method):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            types = _display_types(node.value)
+            if types is None:
+                return None
+            found.extend(types)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name:
+            if node.attr != "append":
+                return None
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append":
+            if isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+                types = constructed_type(node.args[0]) if len(node.args) == 1 else None
+                if types is None:
+                    return None
+                found.extend(types)
+        elif (isinstance(node, ast.AugAssign) and _is_name(node.target, name)) or (
+            isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) and _is_name(node.value, name)
+        ):
+            return None
+    return tuple(dict.fromkeys(found))
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _is_prepare(value: ast.expr | None) -> bool:
+    """`accelerator.prepare(...)` (accelerate): hands back each argument, wrapped for distributed training."""
+    return isinstance(value, ast.Call) and dotted_name(value.func) == "accelerator.prepare"
 
 
 def _is_self_attribute(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _self_attribute_name(node: ast.expr) -> str | None:
+    return node.attr if _is_self_attribute(node) else None  # type: ignore[union-attr]
 
 
 def _is_register_modules(node: ast.Call) -> bool:

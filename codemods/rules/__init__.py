@@ -45,3 +45,11 @@ def select_rules(select: tuple[str, ...] | None, ignore: tuple[str, ...] = ()) -
         and not any(cls.code.startswith(p.upper()) for p in ignore)
     ]
     return chosen
+
+
+def check_opt_ins(names: tuple[str, ...]) -> None:
+    """Every `[tool.codemod] opt-in` name is one a rule offers ("DIF004-self-calls")."""
+    known = [f"{cls.code}-{name}" for cls in all_rules() for name in cls.opt_ins]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ConfigError(f"unknown opt-in: {', '.join(unknown)} (known: {', '.join(known) or 'none'})")

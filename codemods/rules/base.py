@@ -46,8 +46,14 @@ class Rule:
     # pipeline's use of its scheduler's sigmas, for a scheduler finding). Gathered while scanning,
     # in the worker and cached with the scan, only from files where this pattern occurs.
     facts_trigger: ClassVar[re.Pattern[str] | None] = None
+    # Fixes offered only where the target asks for them (`[tool.codemod] opt-in = ["<code>-<name>"]`);
+    # elsewhere those findings are reported without a fix. The rule's "Fix safety" says why.
+    opt_ins: ClassVar[tuple[str, ...]] = ()
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[Example, ...]] = ()
+
+    def opted_in(self, tree: TreeInfo, name: str) -> bool:
+        return f"{self.code}-{name}" in tree.opt_ins
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterable[Finding]:
         raise NotImplementedError

@@ -3,38 +3,55 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codemods.analysis.types import Types, attribute_types, local_types
-from codemods.facts import MethodFacts, OutputReturn
+from codemods.analysis.output_proof import returns_field_first
+from codemods.analysis.output_reads import OutputRead, output_read
 from codemods.findings import Edit, Finding, FixSafety
-from codemods.layout import add_keyword_argument, argument_layout
+from codemods.layout import Layout, add_keyword_argument, argument_layout
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import Ancestors, SourceFile, enclosing
+from codemods.source import SourceFile, enclosing
 
 if TYPE_CHECKING:
     import libcst
 
-_FIELDS = ("sample", "prev_sample")
 _ADDED = "return_dict=False"
+_SELF_CALL = (
+    "a model reading its own method's output: built once per call, and traced away under torch.compile "
+    '(no measured effect, docs/dif004-evidence.md); `[tool.codemod] opt-in = ["DIF004-self-calls"]` fixes it'
+)
+
+# The callee of the examples below: its `forward` returns `(out,)` or `Output(sample=out)`.
+_MODEL = (
+    "class Model:\n"
+    "    def forward(self, x, return_dict: bool = True):\n"
+    "        out = x * 2\n"
+    "        if not return_dict:\n"
+    "            return (out,)\n"
+    "        return Output(sample=out)\n\n\n"
+)
 
 
 class OutputAttributeAccess(Rule):
     """
     ## What it does
     Finds `.sample` / `.prev_sample` (or `["sample"]`) read off the output of a diffusers model or
-    scheduler call, such as `self.unet(...).sample`, `self.vae.decode(latents).sample` or
-    `self.scheduler.step(...).prev_sample`, where the callee is known (from the pipeline's
-    `__init__` annotations, the model's own submodules, or a local `X.from_pretrained(...)`) and
-    its source proves that `return_dict=False` returns the same tensor first.
+    scheduler call, such as `self.unet(...).sample`, `self.scheduler.step(...).prev_sample`,
+    `attn(hidden_states).sample` in a loop over `self.attentions`, or `unet(...).sample` in a
+    training script, where the classes the callee may be are known (a pipeline's `__init__`
+    annotations, a model's submodules and `ModuleList`s, locals assigned from those, from
+    `X.from_pretrained(...)`, or through `accelerator.prepare` / `unwrap_model`) and their source
+    proves that `return_dict=False` returns the same tensor first.
 
     ## Why is this bad?
-    The call builds a `BaseOutput` dataclass just to read one field. Under
-    `torch.compile(fullgraph=True)` the dataclass is one more object Dynamo must trace through,
-    and a common source of graph breaks; diffusers' own pipelines use the tuple form for that
-    reason, and it is the fullgraph-friendly idiom in the compile docs.
+    The call builds a `BaseOutput` dataclass just to read one field: about ten Python calls and
+    a few microseconds per read in eager mode, paid on every denoising step by a pipeline's UNet
+    and scheduler calls. It is not a graph break: `BaseOutput` is a pytree node, and Dynamo
+    traces it (torch 2.13: same graphs, breaks and recompiles with either form). diffusers' own
+    pipelines use the tuple form; the fix makes the rest read the same.
 
     ## Example
     ```python
@@ -48,7 +65,8 @@ class OutputAttributeAccess(Rule):
     latents = self.scheduler.step(noise_pred, t, latents, **extra_step_kwargs, return_dict=False)[0]
     ```
     In a multi-line call `return_dict=False,` goes on its own line, last; a line pushed past the
-    project's line length is wrapped the way `ruff format` (diffusers' `make style`) wraps it.
+    project's line length is wrapped the way `ruff format` (diffusers' `make style`) wraps it. An
+    explicit `return_dict=True` is flipped.
 
     ## Fix safety
     Safe: the fix is offered only when every class the callee can be has a `return_dict`
@@ -56,56 +74,78 @@ class OutputAttributeAccess(Rule):
     and that tuple's first item is the value its output dataclass stores in the field read.
     Calls with `*args`/`**kwargs` (which may already carry `return_dict`) are reported without a
     fix. `.sample(...)` method calls (`latent_dist.sample(generator)`) and fields other than the
-    first (`.pred_original_sample`) are never touched.
+    first (`.pred_original_sample`) are never touched. A function's reads of one callee change
+    together or not at all: if one cannot be fixed, the others are reported without a fix.
+    A model reading its own method's output (`self._decode(z).sample` in `decode`) is reported
+    without a fix unless the target opts in (`[tool.codemod] opt-in = ["DIF004-self-calls"]`):
+    measured, it saves nothing (see Evidence).
 
     ## Evidence
     diffusers PRs #4315 and #5453 made this change by hand across the Stable Diffusion
-    pipelines; the torch.compile guide asks for `return_dict=False` with `fullgraph=True`.
+    pipelines. `benchmarks/dif004_output_access.py` (docs/dif004-evidence.md) measured tiny
+    models of diffusers 0.42.1 before and after the rewrite, on torch 2.13: graphs, graph breaks,
+    recompiles and `fullgraph=True` results are identical in every case. In eager mode each read
+    rewritten removes one dataclass, about 3-4 us (`UNet2DConditionOutput` 3.1 us,
+    `DDIMSchedulerOutput` 4.6 us, against 0.4 us for a tuple); with the callee compiled
+    (`torch.compile(pipe.unet)`) the compiled module builds no dataclass either way. A model's
+    reads of its own methods (AutoencoderKL `decode`/`forward`) run once per generation and vanish
+    under compile: report-only. A pipeline's reads recur every step (a 10-step DDIM generation
+    builds 21 output objects before, 1 after): fixed by default.
     """
 
     code = "DIF004"
     name = "output-attribute-access"
     summary = "`.sample` read off a model/scheduler output; use `return_dict=False)[0]`"
     fix_safety = FixSafety.SAFE
+    opt_ins = ("self-calls",)
     trigger = re.compile(r"\.(?:prev_)?sample\b|\[\s*[\"'](?:prev_)?sample[\"']\s*\]")
     trigger_text = ("sample",)
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
+        sites = []
         for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):
-            read = _field_read(node, ancestors)
+            read = output_read(node, ancestors, source)
             if read is None:
                 continue
-            call, field = read
-            callee = _callee(call, ancestors, source)
-            if callee is None:
-                continue
-            types, method = callee
-            access = f".{field}" if isinstance(node, ast.Attribute) else f'["{field}"]'
+            statement = next(n for n in reversed(ancestors) if isinstance(n, ast.stmt))
             layout = argument_layout(
-                source, call, _ADDED, tree.line_length, _statement(ancestors), "[0]", _rest_of_line(source, node)
+                source, read.call, _ADDED, tree.line_length, statement, "[0]", _rest_of_line(source, node)
             )
-            blocker = _why_no_fix(call, layout)
-            fix = None
-            if blocker is None:
-                fix = self.fix(
-                    f"pass `{_ADDED}` and index `[0]`",
-                    Edit(source.ref(node, type(node).__name__), "first_output", layout),
-                )
-            yield self.finding(
-                source,
-                node,
-                f"`{access}` read off `{ast.unparse(call.func)}(...)` builds an output dataclass; "
-                f"pass `{_ADDED}` and take `[0]` (fullgraph-friendly)",
-                fix,
-                requires=tuple(("returns_first", t, method, field) for t in types),
-                not_fixed_reason=blocker,
-                positional=len(call.args),
+            scope = enclosing(ancestors, (ast.FunctionDef, ast.AsyncFunctionDef))
+            sites.append(_Site(read, scope, layout, _why_no_fix(read.call, layout)))
+        for group in _by_callee(sites):
+            _all_or_none(group, source)
+            requires = tuple(
+                dict.fromkeys(("returns_first", t, s.read.method, s.read.field) for s in group for t in s.read.types)
             )
+            positional = max(len(s.read.call.args) for s in group)
+            for site in group:
+                if site.blocker is None and site.read.own_method and not self.opted_in(tree, "self-calls"):
+                    site.blocker = _SELF_CALL
+                yield self._finding(source, site, requires, positional)
+
+    def _finding(self, source: SourceFile, site: _Site, requires: tuple, positional: int) -> Finding:
+        read = site.read
+        fix = None
+        if site.blocker is None:
+            edit = Edit(source.ref(read.node, type(read.node).__name__), "first_output", site.layout)
+            fix = self.fix(f"pass `{_ADDED}` and index `[0]`", edit)
+        return self.finding(
+            source,
+            read.node,
+            f"`{read.access}` read off `{ast.unparse(read.call.func)}(...)` builds an output dataclass; "
+            f"pass `{_ADDED}` and take `[0]`",
+            fix,
+            requires=requires,
+            not_fixed_reason=site.blocker,
+            positional=positional,
+        )
 
     def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
+        # Every site of one callee in a function asks for the same proof, so they stand or fall together.
         for _, type_name, method, field in finding.requires:
             for class_name in index.expand_types(type_name):
-                if not _proves(class_name, method, field, finding.extra["positional"], index):
+                if not returns_field_first(class_name, method, field, finding.extra["positional"], index):
                     return None
         return finding
 
@@ -127,122 +167,81 @@ class OutputAttributeAccess(Rule):
     )
     invalid = (
         Example(
-            "class Model:\n"
-            "    def forward(self, x, return_dict: bool = True):\n"
-            "        out = x * 2\n"
-            "        if not return_dict:\n"
-            "            return (out,)\n"
-            "        return Output(sample=out)\n\n\n"
-            "class Pipe:\n"
+            _MODEL + "class Pipe:\n"
             "    def __init__(self, unet: Model):\n"
             "        self.register_modules(unet=unet)\n\n"
             "    def __call__(self, x):\n"
             "        return self.unet(x).sample\n",
-            "class Model:\n"
-            "    def forward(self, x, return_dict: bool = True):\n"
-            "        out = x * 2\n"
-            "        if not return_dict:\n"
-            "            return (out,)\n"
-            "        return Output(sample=out)\n\n\n"
-            "class Pipe:\n"
+            _MODEL + "class Pipe:\n"
             "    def __init__(self, unet: Model):\n"
             "        self.register_modules(unet=unet)\n\n"
             "    def __call__(self, x):\n"
             "        return self.unet(x, return_dict=False)[0]\n",
         ),
+        Example(
+            _MODEL + "class Block(nn.Module):\n"
+            "    def __init__(self, n):\n"
+            "        self.layers = nn.ModuleList([Model() for _ in range(n)])\n\n"
+            "    def forward(self, x):\n"
+            "        for layer in self.layers:\n"
+            "            x = layer(x).sample\n"
+            "        return x\n",
+            _MODEL + "class Block(nn.Module):\n"
+            "    def __init__(self, n):\n"
+            "        self.layers = nn.ModuleList([Model() for _ in range(n)])\n\n"
+            "    def forward(self, x):\n"
+            "        for layer in self.layers:\n"
+            "            x = layer(x, return_dict=False)[0]\n"
+            "        return x\n",
+        ),
     )
 
 
-def _field_read(node: ast.AST, ancestors: Ancestors) -> tuple[ast.Call, str] | None:
-    """`call(...).sample` or `call(...)["sample"]` read (not stored, not called as a method)."""
-    if isinstance(node, ast.Attribute) and node.attr in _FIELDS and isinstance(node.ctx, ast.Load):
-        parent = ancestors[-1] if ancestors else None
-        if isinstance(parent, ast.Call) and parent.func is node:
-            return None
-        field = node.attr
-    elif (
-        isinstance(node, ast.Subscript)
-        and isinstance(node.ctx, ast.Load)
-        and isinstance(node.slice, ast.Constant)
-        and node.slice.value in _FIELDS
-    ):
-        field = node.slice.value
-    else:
-        return None
-    return (node.value, field) if isinstance(node.value, ast.Call) else None
+@dataclass
+class _Site:
+    read: OutputRead
+    scope: ast.AST | None  # the function the read is in
+    layout: Layout | None
+    blocker: str | None  # why this site cannot be fixed (None: it can)
 
 
-def _callee(call: ast.Call, ancestors: Ancestors, source: SourceFile) -> tuple[Types, str] | None:
-    """The classes the called object may be and the method that runs (`forward` for a module call)."""
-    func = call.func
-    method = "forward"
-    if isinstance(func, ast.Attribute) and not _is_self(func):
-        method, func = func.attr, func.value
-    if _is_self(func):
-        cls = enclosing(ancestors, ast.ClassDef)
-        if cls is None:
-            return None
-        component = source.memo(f"attribute_types:{id(cls)}", lambda: attribute_types(cls)).get(func.attr)
-        if component:
-            return component, method
-        defines = any(isinstance(n, ast.FunctionDef) and n.name == func.attr for n in cls.body)
-        return ((cls.name,), func.attr) if defines and method == "forward" else None
-    if isinstance(func, ast.Name):
-        scope = enclosing(ancestors, (ast.FunctionDef, ast.AsyncFunctionDef)) or ancestors[0]
-        types = source.memo(f"local_types:{id(scope)}", lambda: local_types(scope)).get(func.id)
-        return (types, method) if types else None
-    return None
-
-
-def _is_self(node: ast.expr) -> bool:
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
-
-
-def _why_no_fix(call: ast.Call, layout: tuple | None) -> str | None:
+def _why_no_fix(call: ast.Call, layout: Layout | None) -> str | None:
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return "the call forwards `*args`/`**kwargs`, which may already carry `return_dict`"
-    if any(k.arg == "return_dict" and not (isinstance(k.value, ast.Constant) and k.value.value is True) for k in call.keywords):
+    if any(
+        k.arg == "return_dict" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
+        for k in call.keywords
+    ):
         return "the call already sets `return_dict` to something other than True"
     if layout is None:
         return "the rewritten line must be re-wrapped around more than this call; fix by hand, then `make style`"
     return None
 
 
-def _proves(class_name: str, method: str, field: str, positional: int, index: ProjectIndex, depth: int = 0) -> bool:
-    """`method(..., return_dict=False)[0]` is, for every definition it may run, the `.field` of its output."""
-    definitions = index.methods(class_name, method)
-    if not definitions or depth > 4:
-        return False
-    return all(_proves_one(class_name, m, field, positional, index, depth) for m in definitions)
+def _by_callee(sites: list[_Site]) -> list[list[_Site]]:
+    """Sites grouped by function and callee (`self._decode` in `decode`), in source order. A name bound
+    to other classes elsewhere in the function (`attn` in two loops) is another callee there."""
+    groups: dict[tuple, list[_Site]] = {}
+    for site in sites:
+        read = site.read
+        groups.setdefault((id(site.scope), ast.unparse(read.call.func), read.types, read.method), []).append(site)
+    return list(groups.values())
 
 
-def _proves_one(class_name: str, method: MethodFacts, field: str, positional: int, index: ProjectIndex, depth: int) -> bool:
-    if not method.takes_return_dict:
-        return False
-    if "return_dict" in method.positional and positional > method.positional.index("return_dict"):
-        return False
-    # Delegates receive `return_dict` by keyword, so the caller's positional count does not reach them.
-    if not all(_proves(class_name, d, field, 0, index, depth + 1) for d in method.delegates):
-        return False
-    if not method.tuple_firsts and not method.output_returns:
-        return bool(method.delegates)
-    firsts = set(method.tuple_firsts)
-    if len(firsts) != 1 or not method.output_returns:
-        return False
-    (first,) = firsts
-    return all(_stores_first(output, first, field, index) for output in method.output_returns)
-
-
-def _stores_first(output: OutputReturn, first: str, field: str, index: ProjectIndex) -> bool:
-    """`Output(field=first)`, or `Output(first, ...)` where `field` is the dataclass's first field."""
-    if dict(output.keywords).get(field) == first:
-        return True
-    classes = index.classes(output.output_class)
-    return output.positional[:1] == (first,) and bool(classes) and all(c.fields[:1] == (field,) for c in classes)
-
-
-def _statement(ancestors: Ancestors) -> ast.stmt:
-    return next(node for node in reversed(ancestors) if isinstance(node, ast.stmt))
+def _all_or_none(group: list[_Site], source: SourceFile) -> None:
+    """A callee's reads in one function are fixed together or not at all: half a method is a change
+    a maintainer would send back (`decode` with one branch in each form)."""
+    blocked = next((site for site in group if site.blocker is not None), None)
+    if blocked is None:
+        return
+    line = source.span(blocked.read.node).line
+    callee = ast.unparse(blocked.read.call.func)
+    for site in group:
+        if site.blocker is None:
+            site.blocker = (
+                f"`{callee}(...)` is also read at line {line}, where it cannot be fixed; "
+                "a function's reads of one callee change together or not at all"
+            )
 
 
 def _rest_of_line(source: SourceFile, node: ast.expr) -> str:

@@ -189,9 +189,13 @@ def _copied_pipeline(source: str) -> str:
     return text.replace(marker, comment + marker)
 
 
-def tree_files() -> dict[str, str]:
+# The autoencoder's fix reads its own `_decode`: DIF004 proposes that only where a checkout opts in.
+PYPROJECT = '[project]\nname = "diffusers"\n\n[tool.codemod]\nopt-in = ["DIF004-self-calls"]\n'
+
+
+def tree_files(pyproject: str = PYPROJECT) -> dict[str, str]:
     """Repository-relative path -> text, for every file of the tree."""
-    files = {"README.md": "# a diffusers-like repository\n", "pyproject.toml": '[project]\nname = "diffusers"\n'}
+    files = {"README.md": "# a diffusers-like repository\n", "pyproject.toml": pyproject}
     package = dict(_CALLEES)
     for case, place in _PLACES.items():
         package[place] = find_case(case).input_text()

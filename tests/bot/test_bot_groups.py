@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from diffusers_tree import tree_files
 
 from bot.etiquette import Action, KnownPulls, decide
-from bot.groups import FixGroup, family, fingerprint
+from bot.groups import FixGroup, family, find_groups, fingerprint
 from bot.pulls import KnownPull, parse_fingerprint
 
 BEFORE = "import torch\n\n\ndef f(unet, x):\n    return unet(x).sample\n"
@@ -48,6 +51,26 @@ def test_group_names_its_branch_after_rule_and_family() -> None:
     group = FixGroup("DIF004", ("pipelines/t2i_adapter",), {PATH: (BEFORE, AFTER)}, ())
 
     assert (group.id, group.branch) == ("dif004-pipelines-t2i-adapter", "codemod/dif004/pipelines-t2i-adapter")
+
+
+def _grouping(root: Path, **tree: str):
+    for path, text in tree_files(**tree).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return find_groups(root, ("DIF004",))
+
+
+def test_a_models_reads_of_its_own_methods_are_report_only_unless_the_checkout_opts_in(tmp_path: Path) -> None:
+    autoencoder = "src/diffusers/models/autoencoders/autoencoder_kl.py"
+
+    default = _grouping(tmp_path / "default", pyproject='[project]\nname = "diffusers"\n')
+    opted_in = _grouping(tmp_path / "opted-in")
+
+    assert not any(autoencoder in g.files for g in default.groups)
+    assert [r.reason.split(":")[0] for r in default.report_only if r.path == autoencoder] == [
+        "a model reading its own method's output"
+    ] * 2
+    assert any(autoencoder in g.files for g in opted_in.groups)
 
 
 def test_fingerprint_comment_is_read_back_from_a_body() -> None:
