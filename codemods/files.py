@@ -10,7 +10,6 @@ Writes are atomic and refuse files the user cannot (or chose not to) write.
 from __future__ import annotations
 
 import codecs
-import io
 import os
 import stat
 import tempfile
@@ -38,7 +37,9 @@ def decode_source(data: bytes) -> tuple[str, str]:
         codec = "utf-8"  # the common case, without tokenize's line reader
     else:
         try:
-            codec, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            # tokenize's reader splits lines at `\n` only; Python's own tokenizer also at a lone `\r`.
+            first_lines = iter(data.splitlines(keepends=True)[:2])
+            codec, _ = tokenize.detect_encoding(lambda: next(first_lines, b""))
         except SyntaxError as error:  # an unknown codec, or a cookie that contradicts the BOM
             raise SourceDecodeError(f"cannot decode: {error.msg}") from None
     try:
@@ -54,7 +55,8 @@ def encode_source(text: str, codec: str) -> bytes:
     try:
         return text.encode(codec)
     except UnicodeEncodeError as error:
-        raise WriteRefused(f"the fixed text cannot be written in the file's encoding ({codec}): {error.reason}") from None
+        reason = f"the fixed text cannot be written in the file's encoding ({codec}): {error.reason}"
+        raise WriteRefused(reason) from None
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,15 @@ def test_a_pep263_latin1_file_is_fixed_and_written_back_in_latin1(tmp_path: Path
     assert target.read_bytes() == (header + FIXED).encode("latin-1")
 
 
+def test_a_pep263_file_with_old_mac_line_endings_is_decoded_as_python_decodes_it(tmp_path: Path) -> None:
+    header = "# -*- coding: latin-1 -*-\r# caf\u00e9 cr\u00e8me\r"
+    target = _write(tmp_path / "mac.py", (header + SOURCE.replace("\n", "\r")).encode("latin-1"))
+    compile(target.read_bytes(), str(target), "exec")  # Python accepts it
+    result = _fix(target)
+    assert result.errors == []
+    assert target.read_bytes() == (header + FIXED.replace("\n", "\r")).encode("latin-1")
+
+
 def test_crlf_line_endings_are_kept(tmp_path: Path) -> None:
     target = _write(tmp_path / "crlf.py", SOURCE.replace("\n", "\r\n").encode())
     _fix(target)
