@@ -25,7 +25,8 @@ from typing import Any
 
 from bot.verify.targets import TargetSpec
 from bot.verify.targets.offline_hub import missing_stand_ins
-from bot.verify.targets.test_sources import configured_classes
+from bot.verify.targets.siblings import AS, SIBLINGS, sibling_named
+from bot.verify.targets.test_sources import CheckoutTest, configured_classes
 
 SEPARATOR = "::"
 _SCANNED = ("models", "pipelines")
@@ -44,17 +45,27 @@ def discover(tests_dir: Path, covered: set[str]) -> list[TargetSpec]:
     """One target per model or pipeline class not in `covered`, from the first test class that configures it.
 
     A test class whose hub ids all have offline stand-ins is preferred to one that needs the Hub.
+    Then one target per untested sibling pipeline (`siblings.py`) whose tested pipeline is here.
     """
     candidates: dict[str, list[TargetSpec]] = {}
+    tests: dict[str, CheckoutTest] = {}
     for area in _SCANNED:
         for path in sorted((tests_dir / area).rglob("test_*.py")):
             for test in configured_classes(path):
+                name = f"{path.relative_to(tests_dir.parent).as_posix()}{SEPARATOR}{test.name}"
+                tests[name] = test
                 if test.configures in covered:
                     continue
-                name = f"{path.relative_to(tests_dir.parent).as_posix()}{SEPARATOR}{test.name}"
                 spec = spec_for(name, tests_dir, test.kind, (test.configures, *test.builds), test.hub_ids)
                 candidates.setdefault(test.configures, []).append(spec)
-    return [min(specs, key=lambda spec: bool(missing_stand_ins(spec.hub_ids))) for specs in candidates.values()]
+    specs = [min(specs, key=lambda spec: bool(missing_stand_ins(spec.hub_ids))) for specs in candidates.values()]
+    for sibling in SIBLINGS:
+        test = tests.get(sibling.test)
+        if test is None or test.configures != sibling.configures or sibling.variant in covered | candidates.keys():
+            continue
+        classes = (sibling.variant, *test.builds, *sibling.builds)
+        specs.append(spec_for(f"{sibling.test}{AS}{sibling.variant}", tests_dir, "pipeline", classes, test.hub_ids))
+    return specs
 
 
 def spec_for(
@@ -107,17 +118,28 @@ def _build(name: str, tests_dir: Path, device: Any) -> Any:
     from bot.verify.workload import model_workload, pipeline_workload, to_device
 
     relative, _, class_name = name.partition(SEPARATOR)
+    class_name = class_name.partition(AS)[0]
     os.environ["DIFFUSERS_TEST_DEVICE"] = "cpu"
     if str(tests_dir.parent) not in sys.path:
         sys.path.insert(0, str(tests_dir.parent))  # a folder holding `tests/` only, never a diffusers
     module = importlib.import_module(relative.removesuffix(".py").replace("/", "."))
     test = getattr(module, class_name)()
     if hasattr(test, "get_dummy_components"):
-        pipeline = test.pipeline_class(**test.get_dummy_components()).to(device)
+        pipeline_class, components, sibling = test.pipeline_class, test.get_dummy_components(), sibling_named(name)
         # Older tests take the device their inputs are made on; BasePipelineTesterConfig's take none.
         takes_device = len(inspect.signature(test.get_dummy_inputs).parameters) > 0
-        inputs = to_device(test.get_dummy_inputs("cpu") if takes_device else test.get_dummy_inputs(), device)
+        inputs = test.get_dummy_inputs("cpu") if takes_device else test.get_dummy_inputs()
         inputs.pop("generator", None)  # the workload seeds a fresh CPU generator for every call
+        if sibling is not None:
+            import diffusers
+
+            pipeline_class, components, inputs = (
+                getattr(diffusers, sibling.variant),
+                sibling.components(components),
+                sibling.inputs(inputs),
+            )
+        pipeline = pipeline_class(**components).to(device)
+        inputs = to_device(inputs, device)
         denoiser = next((n for n in ("transformer", "unet", "prior") if hasattr(pipeline, n)), None)
         return pipeline_workload(pipeline, inputs, denoiser, _inversion(test, pipeline))
     if hasattr(test, "get_init_dict"):
