@@ -1,4 +1,4 @@
-"""Transformers that stack blocks (DIF003 gives them `_repeated_blocks`): one forward each.
+"""Models that stack blocks (DIF003 gives them `_repeated_blocks`): one forward each.
 
 Two blocks or more where the configuration allows, so that `compile_repeated_blocks` has a
 repeated block to find; otherwise as small as diffusers' own model tests.
@@ -259,6 +259,29 @@ RECIPES = [
             "encoder_attention_mask": d.ones(1, 16, dtype="bool"),
         },
         exercises="one forward (its RoPE runs under torch.autocast)",
+    ),
+    ModelRecipe(  # a UNet whose factory-built blocks nest BasicTransformerBlock (main has no test for it)
+        "I2VGenXLUNet",
+        {
+            "in_channels": 4,
+            "out_channels": 4,
+            "down_block_types": ("CrossAttnDownBlock3D", "DownBlock3D"),
+            "up_block_types": ("UpBlock3D", "CrossAttnUpBlock3D"),
+            "block_out_channels": (8, 8),
+            "layers_per_block": 1,
+            "norm_num_groups": 4,
+            "cross_attention_dim": 8,
+            "attention_head_dim": 4,
+        },
+        lambda d: {
+            "sample": d.randn(1, 4, 2, 8, 8),
+            "timestep": d.timesteps(500.0),
+            "fps": d.timesteps(16.0),
+            "image_latents": d.randn(1, 4, 2, 8, 8),
+            "image_embeddings": d.randn(1, 8),
+            "encoder_hidden_states": d.randn(1, 4, 8),
+        },
+        exercises="one forward of two frames",
     ),
 ]
 
