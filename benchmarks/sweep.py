@@ -146,6 +146,7 @@ def main() -> None:
     results_dir = args.work / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     kept = load_results(results_dir)
+    unavailable: list[str] = []  # listed on PyPI, no file to download
     for position, version in enumerate(versions, start=1):
         prefix = f"[{position}/{len(versions)}] {version}:"
         if not args.rerun and version in kept and kept[version].tool == tool_digest():
@@ -156,10 +157,15 @@ def main() -> None:
             result = sweep_release(version, args.work, args.jobs, imports=not args.no_imports)
         except ReleaseUnavailable as error:
             print(f"{prefix} skipped: {error}", file=sys.stderr)
+            unavailable.append(version)
             continue
         (results_dir / f"{version}.json").write_text(json.dumps(asdict(result), indent=1) + "\n")
         kept[version] = result
-        state = "ok" if not result.errors and not result.problems else f"{len(result.errors)} error(s), {len(result.problems)} problem(s)"
+        state = (
+            "ok"
+            if not result.errors and not result.problems
+            else f"{len(result.errors)} error(s), {len(result.problems)} problem(s)"
+        )
         print(
             f"{prefix} {result.files} files, {sum(result.findings.values())} findings, "
             f"{sum(result.fixed.values())} fixed in {result.changed_files} files; {state} ({result.seconds:.0f} s)",
@@ -169,7 +175,7 @@ def main() -> None:
         for line in (result.errors + result.problems)[:10]:
             print(f"    {line}", file=sys.stderr)
     current = [kept[v] for v in sorted(kept, key=version_key) if kept[v].tool == tool_digest()]
-    write_docs(current, [rule.code for rule in all_rules()], args.docs)
+    write_docs(current, [rule.code for rule in all_rules()], args.docs, unavailable)
     failing = [r.version for r in current if r.errors or r.problems]
     print(f"sweep: {len(current)} release(s) in {args.docs}; failing: {', '.join(failing) or 'none'}", file=sys.stderr)
     sys.exit(1 if failing else 0)

@@ -12,15 +12,21 @@ _PANEL_WIDTH, _PANEL_HEIGHT, _COLUMNS = 250, 150, 4
 _MARGIN_LEFT, _MARGIN_TOP, _MARGIN_BOTTOM = 34, 22, 22
 
 
-def write_docs(results: Sequence[Any], codes: list[str], markdown: Path) -> None:
+def write_docs(results: Sequence[Any], codes: list[str], markdown: Path, unavailable: Sequence[str] = ()) -> None:
+    """`unavailable`: releases PyPI lists that could not be downloaded (said in the page, not swept)."""
     if not results:
         return
     svg = markdown.with_suffix(".svg")
     svg.write_text(plot(results, codes))
-    markdown.write_text(table(results, codes, svg.name))
+    markdown.write_text(table(results, codes, svg.name, unavailable))
 
 
-def table(results: Sequence[Any], codes: list[str], plot_name: str) -> str:
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell: no HTML, no column break."""
+    return html.escape(text, quote=False).replace("|", "\\|")
+
+
+def table(results: Sequence[Any], codes: list[str], plot_name: str, unavailable: Sequence[str] = ()) -> str:
     errors = sum(len(r.errors) for r in results)
     problems = sum(len(r.problems) for r in results)
     lines = [
@@ -37,6 +43,15 @@ def table(results: Sequence[Any], codes: list[str], plot_name: str) -> str:
         "every changed module still imports. Each cell is `findings / fixed`; findings in",
         "`pipelines/deprecated/` are not in them (the `skipped` column).",
         "",
+        *(
+            [
+                f"Listed on PyPI but not downloadable here (`pip download` finds no file), so not swept: "
+                f"{', '.join(unavailable)}.",
+                "",
+            ]
+            if unavailable
+            else []
+        ),
         f"![findings and fixes per rule and release]({plot_name})",
         "",
         "| release | files | " + " | ".join(codes) + " | skipped | changed files | errors | checks | imports |",
@@ -44,16 +59,16 @@ def table(results: Sequence[Any], codes: list[str], plot_name: str) -> str:
     ]
     for result in results:
         cells = [f"{result.findings.get(code, 0)} / {result.fixed.get(code, 0)}" for code in codes]
-        checks = "ok" if not result.problems else "<br>".join(html.escape(p[:160]) for p in result.problems[:5])
+        checks = "ok" if not result.problems else "<br>".join(_cell(p[:160]) for p in result.problems[:5])
         lines.append(
             f"| {result.version} | {result.files} | " + " | ".join(cells) + f" | {result.skipped} | "
-            f"{result.changed_files} | {len(result.errors)} | {checks} | {html.escape(result.imports or 'not run')} |"
+            f"{result.changed_files} | {len(result.errors)} | {checks} | {_cell(result.imports or 'not run')} |"
         )
     failing = [r for r in results if r.errors]
     if failing:
         lines += ["", "## Errors", ""]
         for result in failing:
-            lines += [f"- {result.version}: `{html.escape(error)}`" for error in result.errors]
+            lines += [f"- {result.version}: `{error}`" for error in result.errors]
     return "\n".join(lines) + "\n"
 
 
@@ -71,7 +86,9 @@ def plot(results: Sequence[Any], codes: list[str]) -> str:
     for position, code in enumerate(codes):
         x0 = (position % _COLUMNS) * _PANEL_WIDTH
         y0 = (position // _COLUMNS) * _PANEL_HEIGHT
-        parts.append(_panel(code, [r.findings.get(code, 0) for r in results], [r.fixed.get(code, 0) for r in results], x0, y0))
+        parts.append(
+            _panel(code, [r.findings.get(code, 0) for r in results], [r.fixed.get(code, 0) for r in results], x0, y0)
+        )
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
