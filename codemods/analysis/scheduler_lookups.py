@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from functools import lru_cache
+from weakref import WeakKeyDictionary
 
 from codemods.facts import ClassFacts
 from codemods.project import ProjectIndex
@@ -69,7 +70,20 @@ def every_call_lookup(index: ProjectIndex, types: tuple[str, ...], method: str) 
 
 
 def index_lookups(index: ProjectIndex, class_name: str, method: str) -> IndexLookups | None:
-    """The lookups `class_name.method` runs; None when the class or the method is not in the tree."""
+    """The lookups `class_name.method` runs; None when the class or the method is not in the tree.
+
+    Kept per index: every pipeline of a tree asks about the same few schedulers (thousands of times).
+    """
+    known = _answers.setdefault(index, {})
+    if (class_name, method) not in known:
+        known[class_name, method] = _walked(index, class_name, method)
+    return known[class_name, method]
+
+
+_answers: WeakKeyDictionary[ProjectIndex, dict[tuple[str, str], IndexLookups | None]] = WeakKeyDictionary()
+
+
+def _walked(index: ProjectIndex, class_name: str, method: str) -> IndexLookups | None:
     if _definition(index, class_name, method) is None:
         return None
     found = _Walk(index, class_name)
