@@ -27,6 +27,7 @@ class TreeMap:
 
     def __init__(self, package: Path) -> None:
         self.package = package
+        self._imports: dict[str, set[str]] = {}  # every target asks about the same few hundred files
 
     @cached_property
     def class_files(self) -> dict[str, list[str]]:
@@ -44,6 +45,11 @@ class TreeMap:
         return own | {imported for path in own for imported in self.imports(path)}
 
     def imports(self, relative: str) -> set[str]:
+        if relative not in self._imports:
+            self._imports[relative] = self._read_imports(relative)
+        return self._imports[relative]
+
+    def _read_imports(self, relative: str) -> set[str]:
         path = self.package / relative
         try:
             tree = ast.parse(path.read_text("utf-8"), filename=str(path))
