@@ -272,6 +272,13 @@ def dotted_name(node: ast.AST) -> str | None:
     return None
 
 
+def self_attribute(node: ast.AST) -> str | None:
+    """`unet` for the expression `self.unet`; None for anything else."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
 def call_argument(call: ast.Call, keyword: str, position: int | None) -> ast.expr | None:
     """The argument given as `keyword=`, else the one at `position` (None: keyword only, or after a `*args`)."""
     for item in call.keywords:

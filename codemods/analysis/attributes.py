@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from codemods.source import SourceFile, dotted_name, statements, walk
+from codemods.source import SourceFile, dotted_name, self_attribute, statements, walk
 
 # torch.* calls that do not return a tensor.
 _NOT_TENSORS = {"device", "dtype", "Generator", "finfo", "iinfo", "Size", "get_default_dtype", "is_tensor", "no_grad"}
@@ -75,7 +75,7 @@ def class_attributes(
         for node in statements(method.body, into_scopes=True):
             if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
                 for target in _targets(node):
-                    attribute = _self_attribute(target)
+                    attribute = self_attribute(target)
                     if attribute is None:
                         inner = _changed_through(target)
                         if inner and not in_init:
@@ -117,7 +117,7 @@ def _calls(method: ast.AST, source: SourceFile | None, hints: list[int] | None) 
 
 def _moves_itself(node: ast.AST, name: str) -> bool:
     """`self.x = self.x.to(...)`: after the first call the tensor already sits where it is used."""
-    if not isinstance(node, ast.Assign) or len(node.targets) != 1 or _self_attribute(node.targets[0]) != name:
+    if not isinstance(node, ast.Assign) or len(node.targets) != 1 or self_attribute(node.targets[0]) != name:
         return False
     value = node.value
     if isinstance(value, ast.IfExp):  # `self.x = self.x.to(d) if self.x is not None else None`
@@ -126,7 +126,7 @@ def _moves_itself(node: ast.AST, name: str) -> bool:
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
         and value.func.attr == "to"
-        and _self_attribute(value.func.value) == name
+        and self_attribute(value.func.value) == name
     )
 
 
@@ -228,16 +228,10 @@ def _unpacked(target: ast.expr) -> list[ast.expr]:
     return [target]
 
 
-def _self_attribute(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return node.attr
-    return None
-
-
 def _changed_through(node: ast.expr) -> str | None:
     """`self.x[i] = v`, `self.x.data = v`: an assignment that changes the tensor held in `self.x`."""
     while isinstance(node, ast.Subscript | ast.Attribute):
-        attribute = _self_attribute(node)
+        attribute = self_attribute(node)
         if attribute is not None:
             return attribute
         node = node.value
@@ -267,7 +261,7 @@ def _mutated_in_place(call: ast.Call) -> str | None:
     """`self.x.mul_(...)`, `self.x.copy_(...)`: an in-place op on a `self` attribute."""
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.startswith("__"):
-        return _self_attribute(func.value)
+        return self_attribute(func.value)
     return None
 
 

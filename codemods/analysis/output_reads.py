@@ -8,11 +8,12 @@ over `self.attentions`: the read, the call, and the classes the called object ma
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from codemods.analysis.hot_paths import is_module_class
 from codemods.analysis.types import LocalTypes, Types, attribute_types, element_types
-from codemods.source import Ancestors, SourceFile, enclosing
+from codemods.source import Ancestors, SourceFile, enclosing, self_attribute
 
 FIELDS = ("sample", "prev_sample")
 
@@ -39,11 +40,11 @@ def output_read(node: ast.AST, ancestors: Ancestors, source: SourceFile) -> Outp
         return None
     call, field = read
     func, method = call.func, "forward"
-    if isinstance(func, ast.Attribute) and not _is_self_attribute(func):
+    if isinstance(func, ast.Attribute) and self_attribute(func) is None:
         method, func = func.attr, func.value
     cls = enclosing(ancestors, ast.ClassDef)
-    if _is_self_attribute(func) and cls is not None:
-        types = _class_memo(source, "attribute_types", cls).get(func.attr)
+    if self_attribute(func) and cls is not None:
+        types = _class_memo(source, attribute_types, cls).get(func.attr)
         if types:
             return OutputRead(node, call, field, types, method, own_method=False)
         defines = any(isinstance(n, ast.FunctionDef) and n.name == func.attr for n in cls.body)
@@ -82,17 +83,12 @@ def _local_types(
     def build() -> LocalTypes:
         if cls is None:
             return LocalTypes(function, {}, {})
-        return LocalTypes(
-            function, _class_memo(source, "attribute_types", cls), _class_memo(source, "element_types", cls)
-        )
+        return LocalTypes(function, _class_memo(source, attribute_types, cls), _class_memo(source, element_types, cls))
 
     return source.memo(f"local_types:{id(function)}", build)
 
 
-def _class_memo(source: SourceFile, what: str, cls: ast.ClassDef) -> dict[str, Types | None]:
-    compute = attribute_types if what == "attribute_types" else element_types
-    return source.memo(f"{what}:{id(cls)}", lambda: compute(cls))
-
-
-def _is_self_attribute(node: ast.expr) -> bool:
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+def _class_memo(
+    source: SourceFile, compute: Callable[[ast.ClassDef], dict[str, Types | None]], cls: ast.ClassDef
+) -> dict[str, Types | None]:
+    return source.memo(f"{compute.__name__}:{id(cls)}", lambda: compute(cls))

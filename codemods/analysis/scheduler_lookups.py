@@ -19,6 +19,7 @@ from weakref import WeakKeyDictionary
 
 from codemods.facts import ClassFacts
 from codemods.project import ProjectIndex
+from codemods.source import self_attribute
 
 # diffusers' name for the lookup; it is not followed (its body is the lookup: `nonzero`, `argmin`...).
 LOOKUP_METHOD = "index_for_timestep"
@@ -146,7 +147,7 @@ class _Walk:
             self.expressions(node.orelse, otherwise, depth, where)
             return
         if isinstance(node, ast.Call):
-            called = _self_attribute(node.func)
+            called = self_attribute(node.func)
             if called == LOOKUP_METHOD or _is_inline_lookup(node):
                 self.lookup(guards, where, node.lineno)
             elif called is not None and _definition(self.index, self.class_name, called) is not None:
@@ -195,16 +196,10 @@ def _none_test(test: ast.expr) -> tuple[str, bool] | None:
     (right,) = test.comparators
     if not (isinstance(right, ast.Constant) and right.value is None):
         return None
-    attribute = _self_attribute(test.left)
+    attribute = self_attribute(test.left)
     if attribute not in _BEGIN | _STEP:
         return None
     return attribute, isinstance(test.ops[0], ast.Is)
-
-
-def _self_attribute(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return node.attr
-    return None
 
 
 def _is_inline_lookup(call: ast.Call) -> bool:

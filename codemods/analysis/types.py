@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from codemods.analysis.bindings import Binding, FunctionBindings
-from codemods.source import dotted_name, statements
+from codemods.source import dotted_name, self_attribute, statements
 
 Types = tuple[str, ...]
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -108,11 +108,10 @@ def attribute_types(cls: ast.ClassDef, elements: bool = False) -> dict[str, Type
     methods = [n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     for node in (statement for method in methods for statement in statements(method.body)):
         if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if _is_self_attribute(target):
-                    record(target.attr, value_types(node.value))
-        elif isinstance(node, ast.AnnAssign) and node.value is not None and _is_self_attribute(node.target):
-            record(node.target.attr, value_types(node.value))
+            for name in filter(None, map(self_attribute, node.targets)):
+                record(name, value_types(node.value))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and (name := self_attribute(node.target)):
+            record(name, value_types(node.value))
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_register_modules(node.value):
             for keyword in node.value.keywords:
                 if keyword.arg:
@@ -164,11 +163,11 @@ class LocalTypes:
             return None if None in branches else tuple(dict.fromkeys(branches[0] + branches[1]))
         if isinstance(value, ast.Name):
             return self.of(value.id, value, seen)
-        attribute = _self_attribute_name(value)
+        attribute = self_attribute(value)
         if attribute is not None:
             return self.attributes.get(attribute)
-        if isinstance(value, ast.Subscript) and _self_attribute_name(value.value) is not None:
-            return self.elements.get(_self_attribute_name(value.value))  # `self.attentions[i]`
+        if isinstance(value, ast.Subscript) and self_attribute(value.value) is not None:
+            return self.elements.get(self_attribute(value.value))  # `self.attentions[i]`
         wrapped = unwrapped(value)
         if wrapped is not None:
             return self.value(wrapped, seen)
@@ -181,7 +180,7 @@ class LocalTypes:
             return self.value(binding.value, seen)
         if binding.kind == "element" and binding.value is not None:
             iterable = binding.value.value if isinstance(binding.value, ast.Subscript) else binding.value  # `[1:]`
-            attribute = _self_attribute_name(iterable)
+            attribute = self_attribute(iterable)
             return self.elements.get(attribute) if attribute is not None else None
         if binding.kind == "item" and _is_prepare(binding.value):
             # `unet, optimizer = accelerator.prepare(unet, optimizer)`: each item is its argument, wrapped.
@@ -216,15 +215,15 @@ def element_types(cls: ast.ClassDef) -> dict[str, Types | None]:
     for method in methods:
         for node in ast.walk(method):
             if isinstance(node, ast.Assign):
-                for name in filter(None, map(_self_attribute_name, node.targets)):
+                for name in filter(None, map(self_attribute, node.targets)):
                     record(name, _module_list_types(node.value, method))
-            elif isinstance(node, ast.AugAssign | ast.AnnAssign) and _self_attribute_name(node.target):
-                record(_self_attribute_name(node.target), None)
+            elif isinstance(node, ast.AugAssign | ast.AnnAssign) and self_attribute(node.target):
+                record(self_attribute(node.target), None)
             elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
-                if _self_attribute_name(node.value):
-                    record(_self_attribute_name(node.value), None)
+                if self_attribute(node.value):
+                    record(self_attribute(node.value), None)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                name = _self_attribute_name(node.func.value)
+                name = self_attribute(node.func.value)
                 if name and node.func.attr in _LIST_MUTATORS:
                     record(name, None)
     return found
@@ -295,14 +294,6 @@ def _is_name(node: ast.expr, name: str) -> bool:
 def _is_prepare(value: ast.expr | None) -> bool:
     """`accelerator.prepare(...)` (accelerate): hands back each argument, wrapped for distributed training."""
     return isinstance(value, ast.Call) and dotted_name(value.func) == "accelerator.prepare"
-
-
-def _is_self_attribute(node: ast.expr) -> bool:
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
-
-
-def _self_attribute_name(node: ast.expr) -> str | None:
-    return node.attr if _is_self_attribute(node) else None  # type: ignore[union-attr]
 
 
 def _is_register_modules(node: ast.Call) -> bool:

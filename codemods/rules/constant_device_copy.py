@@ -14,7 +14,7 @@ from codemods.device_getters import GetterPlan, plan_getter
 from codemods.findings import Finding, FixSafety
 from codemods.project import TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import Ancestors, SourceFile, dotted_name
+from codemods.source import Ancestors, SourceFile, dotted_name, self_attribute
 
 _TENSOR_FACTORIES = {"torch.tensor", "torch.Tensor", "torch.as_tensor"}
 
@@ -101,7 +101,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
             move = device_move(node) if isinstance(node, ast.Call) else None
             if move is None:
                 continue
-            attribute = _self_attribute(node.func.value)
+            attribute = self_attribute(node.func.value)
             owner = _method_owner(ancestors)
             if attribute is not None and owner is not None:
                 cls, method = owner
@@ -240,7 +240,7 @@ def _stored_only(cls: ast.ClassDef, lazily_moved: frozenset[str]) -> frozenset[s
             for method in cls.body
             if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method.name != "__init__"
             for node in ast.walk(method)
-            if isinstance(node, ast.Assign) and any(_self_attribute(t) == attribute for t in node.targets)
+            if isinstance(node, ast.Assign) and any(self_attribute(t) == attribute for t in node.targets)
         ]
         moves = [device_move(v) if isinstance(v, ast.Call) else None for v in values]
         if values and all(m is not None and m.device_only for m in moves):
@@ -271,12 +271,6 @@ def _method_owner(ancestors: Ancestors) -> tuple[ast.ClassDef, ast.FunctionDef] 
 
 def _module_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-
-
-def _self_attribute(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return node.attr
-    return None
 
 
 def _constant_tensor(node: ast.expr) -> bool:
