@@ -71,6 +71,7 @@ def _timings(report: dict[str, Any], wall: float) -> dict[str, Any]:
     return {
         "wall_s": round(wall, 1),
         "verify_s": round(report.get("seconds", 0.0), 1),
+        "phases_s": report.get("phases", {}),
         "targets_measured": len(measured),
         "target_s_both_trees": round(sum(t["seconds"] for t in measured), 1),
         "slowest": [{"target": t["target"], "seconds": t["seconds"]} for t in slowest],
@@ -79,11 +80,12 @@ def _timings(report: dict[str, Any], wall: float) -> dict[str, Any]:
 
 def _markdown(report: dict[str, Any], coverage: Coverage, timings: dict[str, Any]) -> str:
     versions = report.get("versions", {})
+    phases = ", ".join(f"{phase} {seconds:.0f} s" for phase, seconds in timings["phases_s"].items()) or "no phases"
     headline = (
         f"diffusers {versions.get('diffusers', '?')}, torch {versions.get('torch', '?')}, "
         f"device {report.get('device')}: {coverage.total} changes, "
         f"{coverage.with_verdict:.0%} with a verdict other than unverified; "
-        f"{timings['wall_s']:.0f} s in all ({timings['target_s_both_trees']:.0f} s in "
+        f"{timings['wall_s']:.0f} s in all ({phases}; {timings['target_s_both_trees']:.0f} s of worker time in "
         f"{timings['targets_measured']} targets, both trees)."
     )
     return f"{headline}\n\n{coverage.to_markdown()}"

@@ -59,15 +59,19 @@ def verify(
     keep = work_dir is not None
     root = Path(work_dir) if keep else Path(tempfile.mkdtemp(prefix="codemod-verify-"))
     root.mkdir(parents=True, exist_ok=True)
+    phases: dict[str, float] = {}
     try:
         say(f"rewriting a copy of {src}")
         changes = rewrite_copy(src, root, select=select, paths=paths)
+        phases["rewrite"] = time.monotonic() - started
         say(f"{len(changes.rewrites)} rewrite(s) in {len(changes.changed_files)} file(s)")
         results, tests = [], None
         if changes.rewrites:
             results = _verify_changes(src, changes, root, device, compile, tolerance, say, python)
+            phases["targets"] = time.monotonic() - started - sum(phases.values())
             if own_tests:
                 tests = changed_files_tests(src, changes, root / "own-tests", python, tests_budget_s, say)
+                phases["own tests"] = time.monotonic() - started - sum(phases.values())
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -85,6 +89,7 @@ def verify(
         own_tests=tests,
         interpreter=str(python or sys.executable),
         rewrites={r.where: list(r.rules) for r in changes.rewrites},
+        phases=phases,
     )
 
 

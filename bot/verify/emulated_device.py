@@ -36,7 +36,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.utils._pytree import tree_leaves, tree_map
+
+from bot.verify.op_arguments import leaves, map_leaves
 
 if TYPE_CHECKING:
     from typing import Self  # Python 3.11+; annotations are postponed, so 3.10 never imports it
@@ -191,7 +192,7 @@ def _check_same_device(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -
     if func in COPY_OPS:
         return
     checked = (args[0], *args[2:]) if func in INDEXING_OPS else args
-    for value in tree_leaves((checked, kwargs)):
+    for value in leaves((checked, kwargs)):
         if isinstance(value, torch.Tensor) and not isinstance(value, EmulatedTensor) and value.dim() > 0:
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, "
@@ -218,7 +219,7 @@ def _returned_argument_names(func: torch._ops.OpOverload) -> tuple[str, ...] | N
 
 def _run_on_host(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     _check_same_device(func, args, kwargs)
-    host_args, host_kwargs = tree_map(_to_host, (args, kwargs))
+    host_args, host_kwargs = map_leaves(_to_host, (args, kwargs))
     result = func(*host_args, **host_kwargs)
     returned_names = _returned_argument_names(func)
     if returned_names is not None:
@@ -230,7 +231,7 @@ def _run_on_host(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     target = kwargs.get("device")
     if target is not None and torch.device(target).type != DEVICE_TYPE:
         return result
-    return tree_map(_to_device, result)
+    return map_leaves(_to_device, result)
 
 
 def _backend_kernel(func: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
@@ -310,7 +311,7 @@ def _register_kernels() -> None:
 def _attention_as_on_cpu(*args: Any, **kwargs: Any) -> Any:
     attention = aten.scaled_dot_product_attention.default
     needs_grad = torch.is_grad_enabled() and any(
-        isinstance(value, torch.Tensor) and value.requires_grad for value in tree_leaves((args, kwargs))
+        isinstance(value, torch.Tensor) and value.requires_grad for value in leaves((args, kwargs))
     )
     if needs_grad:
         # The CPU kernel records no autograd graph here; the math path does.

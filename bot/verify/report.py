@@ -72,6 +72,7 @@ class VerifyReport:
     own_tests: OwnTests | None = None  # the checkout's own tests of the changed files, on both trees
     interpreter: str = ""  # the Python that ran both trees (the checkout's environment, or --python)
     rewrites: dict[str, list[str]] = field(default_factory=dict)  # every change, "path:line" -> its rules
+    phases: dict[str, float] = field(default_factory=dict)  # seconds: "rewrite", "targets" (with planning), "own tests"
 
     def exit_code(self) -> int:
         """0 only if nothing regressed or failed (unverified and no-gain changes do not fail a run)."""
@@ -95,6 +96,7 @@ class VerifyReport:
             "summary": self.counts(),
             "exit_code": self.exit_code(),
             "seconds": round(self.seconds, 1),
+            "phases": {phase: round(seconds, 1) for phase, seconds in self.phases.items()},
             "errors": self.errors,
             "own_tests": self.own_tests.to_json() if self.own_tests else None,
             "rewrites": self.rewrites,

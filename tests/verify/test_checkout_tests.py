@@ -150,3 +150,11 @@ def test_a_pipeline_configured_by_a_checkout_test_is_verified(report: VerifyRepo
     assert (super_resolution.verdict, super_resolution.rules, super_resolution.unit) == ("verified", ["DIF004"], "step")
     assert super_resolution.after["outputs"] < super_resolution.before["outputs"]
     assert super_resolution.parity["exact"]
+
+
+def test_the_report_says_where_the_time_went(report: VerifyReport) -> None:
+    assert report.own_tests is not None
+    assert list(report.phases) == ["rewrite", "targets", "own tests"]
+    assert all(seconds > 0 for seconds in report.phases.values())
+    assert sum(report.phases.values()) <= report.seconds
+    assert report.to_json()["phases"] == {phase: round(seconds, 1) for phase, seconds in report.phases.items()}

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from bot.verify.changes import rewrite_copy
 from bot.verify.protocol import WorkerRequest
-from bot.verify.runner import run_tree
+from bot.verify.runner import HEAP_REUSE, run_tree, worker_environment
 from codemods.project import installed_diffusers
 
 
@@ -17,6 +20,15 @@ def test_each_target_gets_its_own_result_and_a_failing_one_does_not_stop_the_res
     assert (rope["ok"], rope["unit"], rope["units"]) == (True, "forward", 1)
     assert rope["census"]["counts"] == {"h2d": 1, "d2h": 0, "sync": 0}
     assert Path(rope["outputs_file"]).is_file()
+
+
+def test_workers_reuse_freed_memory_unless_the_user_set_the_allocator(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")
+    environment = worker_environment(Path("/trees/original"))
+    assert environment["MALLOC_MMAP_THRESHOLD_"] == HEAP_REUSE["MALLOC_MMAP_THRESHOLD_"]
+    assert environment["MALLOC_TRIM_THRESHOLD_"] == "131072"
+    assert environment["PYTHONPATH"].split(os.pathsep)[0] == "/trees/original"
 
 
 def test_a_worker_that_dies_fails_its_target_with_what_it_printed(tmp_path: Path) -> None:
