@@ -65,10 +65,19 @@ def test_every_qwenimage_rewrite_is_credited_to_a_target(qwen_before_13406: Veri
     assert qwen_before_13406.exit_code() == 0
 
 
-def test_dif005_removes_the_first_step_index_lookup_in_stable_diffusion(tmp_path: Path) -> None:
-    pipeline = installed_diffusers() / "pipelines" / "stable_diffusion" / "pipeline_stable_diffusion.py"
+@pytest.mark.parametrize(
+    ("module", "pipeline_class"),
+    [
+        ("pipeline_stable_diffusion.py", "StableDiffusionPipeline"),
+        ("pipeline_stable_diffusion_upscale.py", "StableDiffusionUpscalePipeline"),
+    ],
+)
+def test_dif005_removes_the_first_step_index_lookup_in_stable_diffusion(
+    tmp_path: Path, module: str, pipeline_class: str
+) -> None:
+    pipeline = installed_diffusers() / "pipelines" / "stable_diffusion" / module
     report = verify(installed_diffusers(), select=("DIF005",), paths=(pipeline,), work_dir=tmp_path)
-    result = _target(report, "StableDiffusionPipeline")
+    result = _target(report, pipeline_class)
     assert (result.verdict, result.rules, result.unit) == ("verified", ["DIF005"], "step")
     # nonzero() and item() in index_for_timestep, once per call of 3 steps.
     assert (result.before["sync"], result.after["sync"]) == (round(2 / 3, 4), 0.0)

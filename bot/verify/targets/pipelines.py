@@ -197,3 +197,52 @@ def stable_diffusion(device: Any) -> Any:
         "return_dict": False,
     }
     return pipeline_workload(pipeline.to(device), kwargs, "unet")
+
+
+@target(
+    "StableDiffusionUpscalePipeline",
+    "pipeline",
+    ("StableDiffusionUpscalePipeline", "UNet2DConditionModel", "AutoencoderKL", "EulerDiscreteScheduler"),
+    "3 steps with guidance: an 8x8 image upscaled, tiny CLIP text encoder, Euler scheduler",
+)
+def stable_diffusion_upscale(device: Any) -> Any:
+    """The x4 upscaler's layout at toy size: the UNet reads the latents beside the noised low-res image
+    (4 + 3 channels) and takes the noise level as a class label; the diffusers test's DDIM scheduler
+    never looks up a step index, so Euler stands in for the schedulers that do."""
+    from diffusers import DDPMScheduler, EulerDiscreteScheduler, StableDiffusionUpscalePipeline, UNet2DConditionModel
+    from PIL import Image
+
+    from bot.verify.targets.text_encoders import tiny_clip
+    from bot.verify.workload import pipeline_workload
+
+    unet = UNet2DConditionModel(
+        block_out_channels=(4, 8),
+        layers_per_block=1,
+        sample_size=8,
+        in_channels=7,
+        out_channels=4,
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        cross_attention_dim=32,
+        norm_num_groups=2,
+        attention_head_dim=2,
+        num_class_embeds=400,
+    )
+    text_encoder, tokenizer = tiny_clip(hidden_size=32)
+    pipeline = StableDiffusionUpscalePipeline(
+        vae=_tiny_vae(),
+        text_encoder=text_encoder,
+        tokenizer=tokenizer,
+        unet=unet,
+        low_res_scheduler=DDPMScheduler(),
+        scheduler=EulerDiscreteScheduler(),
+    )
+    kwargs = {
+        "prompt": "a tiny red cube",
+        "image": Image.new("RGB", (8, 8), (200, 40, 40)),
+        "num_inference_steps": STEPS,
+        "guidance_scale": 5.0,
+        "output_type": "np",
+        "return_dict": False,
+    }
+    return pipeline_workload(pipeline.to(device), kwargs, "unet")
