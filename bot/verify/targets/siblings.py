@@ -6,9 +6,10 @@ exactly `StableAudio3Pipeline`'s components, and `ZImageControlNetPipeline` take
 `ZImagePipeline`'s plus a ControlNet. Without a target their rewrites stay unverified. A sibling
 borrows the tested pipeline's `get_dummy_components()` and `get_dummy_inputs()` from the
 checkout's own test and adds what the variant needs (written here: a reference waveform, a mask
-span, a tiny ControlNet matched to the test's transformer, a control image). It is a target like
-any test-derived one, named `<test>::<TestClass> as <Variant>`, and it is used only when the
-test class exists in the checkout and still configures the pipeline named here.
+span, a tiny ControlNet matched to the test's transformer, a control image, a SigLIP image
+encoder as wide as the transformer's image embedding). It is a target like any test-derived one,
+named `<test>::<TestClass> as <Variant>`, and it is used only when the test class exists in the
+checkout and still configures the pipeline named here.
 """
 
 from __future__ import annotations
@@ -114,6 +115,35 @@ def _inpaint_images(inputs: dict[str, Any]) -> dict[str, Any]:
     return {**_control_image(inputs), "image": Image.new("RGB", size, (32, 96, 160)), "mask_image": mask}
 
 
+def _with_siglip_image_encoder(components: dict[str, Any]) -> dict[str, Any]:
+    """A one-layer SigLIP vision tower as wide as the transformer's image embedding, and its processor."""
+    import torch
+    from transformers import SiglipImageProcessor, SiglipVisionConfig, SiglipVisionModel
+
+    width = components["transformer"].config.image_embed_dim
+    torch.manual_seed(0)
+    encoder = SiglipVisionModel(
+        SiglipVisionConfig(
+            hidden_size=width,
+            intermediate_size=2 * width,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=16,
+            patch_size=8,
+        )
+    )
+    processor = SiglipImageProcessor(size={"height": 16, "width": 16})
+    return {**components, "image_encoder": encoder.eval(), "feature_extractor": processor}
+
+
+def _first_frame(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The test's size as a first frame: the image-to-video pipeline takes its size from the image."""
+    from PIL import Image
+
+    kept = {key: value for key, value in inputs.items() if key not in ("height", "width")}
+    return {**kept, "image": Image.new("RGB", (inputs["width"], inputs["height"]), (32, 96, 160))}
+
+
 SIBLINGS = (
     Sibling(
         "StableAudio3AudioToAudioPipeline",
@@ -150,6 +180,13 @@ SIBLINGS = (
         builds=("ZImageControlNetModel",),
         components=partial(_with_z_image_controlnet, inpainting=True),
         inputs=_inpaint_images,
+    ),
+    Sibling(
+        "HunyuanVideo15ImageToVideoPipeline",
+        "tests/pipelines/hunyuan_video1_5/test_hunyuan_1_5.py::HunyuanVideo15PipelineFastTests",
+        "HunyuanVideo15Pipeline",
+        components=_with_siglip_image_encoder,
+        inputs=_first_frame,
     ),
 )
 
