@@ -144,6 +144,33 @@ def _first_frame(inputs: dict[str, Any]) -> dict[str, Any]:
     return {**kept, "image": Image.new("RGB", (inputs["width"], inputs["height"]), (32, 96, 160))}
 
 
+def _with_union_controlnet(components: dict[str, Any]) -> dict[str, Any]:
+    """The test's ControlNet replaced by a ControlNet-Union shaped by its UNet (as `from_unet` shapes one).
+
+    The union's control-type transformer defaults to SDXL's 320 channels; it must match the UNet's first block.
+    """
+    import torch
+    from diffusers import ControlNetUnionModel
+
+    unet, controlnet = components["unet"], components["controlnet"]
+    width = unet.config.block_out_channels[0]
+    shaped = ControlNetUnionModel.from_unet(
+        unet,
+        conditioning_embedding_out_channels=controlnet.config.conditioning_embedding_out_channels,
+        load_weights_from_unet=False,
+    ).config
+    torch.manual_seed(0)
+    # As keyword arguments: values the config holds as defaults (`_use_default_values`) are not read from it.
+    union = ControlNetUnionModel.from_config(shaped, num_trans_channel=width, num_proj_channel=width, num_trans_head=2)
+    return {**components, "controlnet": union}
+
+
+def _union_control(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The test's control image as the one control of type 0 that a union pipeline takes."""
+    kept = {key: value for key, value in inputs.items() if key != "image"}
+    return {**kept, "control_image": [inputs["image"]], "control_mode": [0]}
+
+
 SIBLINGS = (
     Sibling(
         "StableAudio3AudioToAudioPipeline",
@@ -187,6 +214,14 @@ SIBLINGS = (
         "HunyuanVideo15Pipeline",
         components=_with_siglip_image_encoder,
         inputs=_first_frame,
+    ),
+    Sibling(
+        "StableDiffusionXLControlNetUnionPipeline",
+        "tests/pipelines/controlnet/test_controlnet_sdxl.py::StableDiffusionXLControlNetPipelineFastTests",
+        "StableDiffusionXLControlNetPipeline",
+        builds=("ControlNetUnionModel",),
+        components=_with_union_controlnet,
+        inputs=_union_control,
     ),
 )
 
