@@ -97,3 +97,14 @@ def test_dif002_keeps_a_scheduler_step_free_of_copies_and_syncs() -> None:
             result.before[k] for k in ("h2d", "d2h", "sync")
         )
         assert result.parity["exact"]
+
+
+def test_dif004_removes_the_output_objects_of_value_guided_planning(tmp_path: Path) -> None:
+    planner = installed_diffusers() / "experimental" / "rl" / "value_guided_sampling.py"
+    report = verify(installed_diffusers(), select=("DIF004",), paths=(planner,), work_dir=tmp_path)
+    result = _target(report, "ValueGuidedRLPipeline")
+    assert (result.verdict, result.rules, result.unit) == ("verified", ["DIF004"], "step")
+    # Per step: the value function's and the UNet's output objects, and the scheduler's.
+    assert (result.before["outputs"], result.after["outputs"]) == (3.0, 0.0)
+    assert len(result.rewrites) == 3
+    assert result.parity["exact"]

@@ -26,7 +26,7 @@ Builder = Callable[["torch.device"], "Workload"]
 
 KINDS = ("model", "module", "scheduler", "pipeline")
 
-_SPEC_MODULES = ("models", "transformers", "rope", "autoencoders", "schedulers", "pipelines")
+_SPEC_MODULES = ("models", "transformers", "rope", "autoencoders", "schedulers", "pipelines", "rl")
 
 
 @dataclass(frozen=True)
