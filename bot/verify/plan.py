@@ -19,29 +19,29 @@ from bot.verify.changes import Rewrite
 from bot.verify.targets import TargetSpec
 from codemods.analysis.loop_arguments import LoopShaping, loop_shaping
 
-_CLASS = re.compile(r"^class (\w+)\b", re.MULTILINE)
+_DEFINITION = re.compile(r"^(?:class|def) (\w+)\b", re.MULTILINE)
 
 
 class TreeMap:
-    """Where classes live in a package tree, and what each module imports from it."""
+    """Where classes and top-level functions live in a package tree, and what each module imports from it."""
 
     def __init__(self, package: Path) -> None:
         self.package = package
         self._imports: dict[str, set[str]] = {}  # every target asks about the same few hundred files
 
     @cached_property
-    def class_files(self) -> dict[str, list[str]]:
+    def definition_files(self) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
         for path in sorted(self.package.rglob("*.py")):
             relative = path.relative_to(self.package).as_posix()
             if relative.startswith("utils/dummy_"):
                 continue  # placeholders for missing backends, same names as the real classes
-            for name in _CLASS.findall(path.read_text("utf-8", errors="replace")):
+            for name in _DEFINITION.findall(path.read_text("utf-8", errors="replace")):
                 found.setdefault(name, []).append(relative)
         return found
 
     def files_of(self, spec: TargetSpec) -> set[str]:
-        own = {path for name in spec.classes for path in self.class_files.get(name, [])}
+        own = {path for name in spec.classes for path in self.definition_files.get(name, [])}
         return own | {imported for path in own for imported in self.imports(path)}
 
     def imports(self, relative: str) -> set[str]:

@@ -99,12 +99,23 @@ def test_dif002_keeps_a_scheduler_step_free_of_copies_and_syncs() -> None:
         assert result.parity["exact"]
 
 
-def test_dif004_removes_the_output_objects_of_value_guided_planning(tmp_path: Path) -> None:
-    planner = installed_diffusers() / "experimental" / "rl" / "value_guided_sampling.py"
-    report = verify(installed_diffusers(), select=("DIF004",), paths=(planner,), work_dir=tmp_path)
-    result = _target(report, "ValueGuidedRLPipeline")
-    assert (result.verdict, result.rules, result.unit) == ("verified", ["DIF004"], "step")
-    # Per step: the value function's and the UNet's output objects, and the scheduler's.
-    assert (result.before["outputs"], result.after["outputs"]) == (3.0, 0.0)
-    assert len(result.rewrites) == 3
+@pytest.mark.parametrize(
+    ("module", "name", "unit", "outputs_before", "rewrites"),
+    [
+        # Per step: the value function's and the UNet's output objects, and the scheduler's.
+        ("experimental/rl/value_guided_sampling.py", "ValueGuidedRLPipeline", "step", 3.0, 3),
+        # A training helper: its one UNet prediction, found by the function's name.
+        ("training_utils.py", "compute_dream_and_update_latents", "forward", 1.0, 1),
+    ],
+)
+def test_dif004_removes_the_output_objects_outside_pipelines_and_models(
+    tmp_path: Path, module: str, name: str, unit: str, outputs_before: float, rewrites: int
+) -> None:
+    report = verify(
+        installed_diffusers(), select=("DIF004",), paths=(installed_diffusers() / module,), work_dir=tmp_path
+    )
+    result = _target(report, name)
+    assert (result.verdict, result.rules, result.unit) == ("verified", ["DIF004"], unit)
+    assert (result.before["outputs"], result.after["outputs"]) == (outputs_before, 0.0)
+    assert len(result.rewrites) == rewrites
     assert result.parity["exact"]

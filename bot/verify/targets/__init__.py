@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 
 Builder = Callable[["torch.device"], "Workload"]
 
-KINDS = ("model", "module", "scheduler", "pipeline")
+KINDS = ("model", "module", "scheduler", "pipeline", "function")
 
-_SPEC_MODULES = ("models", "transformers", "rope", "autoencoders", "schedulers", "pipelines", "rl")
+_SPEC_MODULES = ("models", "transformers", "rope", "autoencoders", "schedulers", "pipelines", "rl", "training")
 
 
 @dataclass(frozen=True)
