@@ -44,6 +44,25 @@ def _tiny_vae() -> Any:
     )
 
 
+def tiny_unet_2d_condition(**changes: Any) -> Any:
+    """A two-level UNet2DConditionModel on 4 latent channels, cross-attention 32 wide; `changes` override."""
+    from diffusers import UNet2DConditionModel
+
+    config = {
+        "block_out_channels": (4, 8),
+        "layers_per_block": 1,
+        "sample_size": 8,
+        "in_channels": 4,
+        "out_channels": 4,
+        "down_block_types": ("DownBlock2D", "CrossAttnDownBlock2D"),
+        "up_block_types": ("CrossAttnUpBlock2D", "UpBlock2D"),
+        "cross_attention_dim": 32,
+        "norm_num_groups": 2,
+        "attention_head_dim": 2,
+    }
+    return UNet2DConditionModel(**{**config, **changes})
+
+
 def _unconditional(pipeline_cls: str, scheduler_cls: str, device: Any, **call: Any) -> Any:
     import diffusers
 
@@ -158,23 +177,12 @@ def dit(device: Any) -> Any:
     "3 steps with guidance: tiny CLIP text encoder, Euler scheduler, 16x16 image",
 )
 def stable_diffusion(device: Any) -> Any:
-    from diffusers import EulerDiscreteScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from diffusers import EulerDiscreteScheduler, StableDiffusionPipeline
 
     from bot.verify.targets.text_encoders import tiny_clip
     from bot.verify.workload import pipeline_workload
 
-    unet = UNet2DConditionModel(
-        block_out_channels=(4, 8),
-        layers_per_block=1,
-        sample_size=8,
-        in_channels=4,
-        out_channels=4,
-        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-        cross_attention_dim=32,
-        norm_num_groups=2,
-        attention_head_dim=2,
-    )
+    unet = tiny_unet_2d_condition()
     vae = _tiny_vae()
     text_encoder, tokenizer = tiny_clip(hidden_size=32)
     pipeline = StableDiffusionPipeline(
@@ -209,25 +217,13 @@ def stable_diffusion_upscale(device: Any) -> Any:
     """The x4 upscaler's layout at toy size: the UNet reads the latents beside the noised low-res image
     (4 + 3 channels) and takes the noise level as a class label; the diffusers test's DDIM scheduler
     never looks up a step index, so Euler stands in for the schedulers that do."""
-    from diffusers import DDPMScheduler, EulerDiscreteScheduler, StableDiffusionUpscalePipeline, UNet2DConditionModel
+    from diffusers import DDPMScheduler, EulerDiscreteScheduler, StableDiffusionUpscalePipeline
     from PIL import Image
 
     from bot.verify.targets.text_encoders import tiny_clip
     from bot.verify.workload import pipeline_workload
 
-    unet = UNet2DConditionModel(
-        block_out_channels=(4, 8),
-        layers_per_block=1,
-        sample_size=8,
-        in_channels=7,
-        out_channels=4,
-        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-        cross_attention_dim=32,
-        norm_num_groups=2,
-        attention_head_dim=2,
-        num_class_embeds=400,
-    )
+    unet = tiny_unet_2d_condition(in_channels=7, num_class_embeds=400)
     text_encoder, tokenizer = tiny_clip(hidden_size=32)
     pipeline = StableDiffusionUpscalePipeline(
         vae=_tiny_vae(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.verify.targets import target
+from bot.verify.targets.pipelines import tiny_unet_2d_condition
 
 
 @target(
@@ -15,23 +16,12 @@ from bot.verify.targets import target
 )
 def dream(device: Any) -> Any:
     import torch
-    from diffusers import DDPMScheduler, UNet2DConditionModel
+    from diffusers import DDPMScheduler
     from diffusers.training_utils import compute_dream_and_update_latents
 
     from bot.verify.workload import model_workload
 
-    unet = UNet2DConditionModel(
-        block_out_channels=(4, 8),
-        layers_per_block=1,
-        sample_size=8,
-        in_channels=4,
-        out_channels=4,
-        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-        cross_attention_dim=8,
-        norm_num_groups=2,
-        attention_head_dim=2,
-    ).to(device)
+    unet = tiny_unet_2d_condition(cross_attention_dim=8).to(device)
     generator = torch.Generator().manual_seed(0)
     latents, noise, target_latents = (torch.randn(2, 4, 8, 8, generator=generator).to(device) for _ in range(3))
     step = {
