@@ -60,18 +60,22 @@ def verify(
     root = Path(work_dir) if keep else Path(tempfile.mkdtemp(prefix="codemod-verify-"))
     root.mkdir(parents=True, exist_ok=True)
     phases: dict[str, float] = {}
+
+    def lap(phase: str) -> None:
+        phases[phase] = time.monotonic() - started - sum(phases.values())
+
     try:
         say(f"rewriting a copy of {src}")
         changes = rewrite_copy(src, root, select=select, paths=paths)
-        phases["rewrite"] = time.monotonic() - started
+        lap("rewrite")
         say(f"{len(changes.rewrites)} rewrite(s) in {len(changes.changed_files)} file(s)")
         results, tests = [], None
         if changes.rewrites:
             results = _verify_changes(src, changes, root, device, compile, tolerance, say, python)
-            phases["targets"] = time.monotonic() - started - sum(phases.values())
+            lap("targets")
             if own_tests:
                 tests = changed_files_tests(src, changes, root / "own-tests", python, tests_budget_s, say)
-                phases["own tests"] = time.monotonic() - started - sum(phases.values())
+                lap("own tests")
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)

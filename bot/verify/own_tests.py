@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.verify import own_tests_plugin
 from bot.verify.covering_tests import CheckoutTests
-from bot.verify.runner import HEAP_REUSE
+from bot.verify.runner import inherited_environment
 from bot.verify.targets.from_tests import tests_dir_of
 
 if TYPE_CHECKING:
@@ -168,8 +168,7 @@ def _start(
         if (checkout / name).is_file():
             shutil.copyfile(checkout / name, side_dir / name)
     out_file, log_file = side_dir / "outcomes.jsonl", side_dir / "pytest.log"
-    # The tests build models one after another, as the targets do: the same heap reuse pays off.
-    environment = {**HEAP_REUSE, **{key: value for key, value in os.environ.items() if key != "PYTHONPATH"}}
+    environment = inherited_environment()  # the tests build models one after another, as targets do
     environment.update(ENVIRONMENT)
     environment["PYTHONPATH"] = os.pathsep.join([str(side_dir / "src"), str(plugin_dir)])
     environment["CODEMOD_OWN_TESTS_OUT"] = str(out_file)

@@ -36,13 +36,17 @@ the whole verify went from 630 s to 549 s with the same verdicts. A process keep
 memory until it exits; other C libraries ignore the variables."""
 
 
+def inherited_environment() -> dict[str, str]:
+    """This process's environment for a child that runs one tree: no PYTHONPATH (the caller sets its
+    own, so no other diffusers leaks in), and heap reuse unless the user set the allocator."""
+    return {**HEAP_REUSE, **{key: value for key, value in os.environ.items() if key != "PYTHONPATH"}}
+
+
 def worker_environment(tree_parent: Path) -> dict[str, str]:
-    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    environment = inherited_environment()
     environment["PYTHONPATH"] = os.pathsep.join([str(tree_parent), str(_PROJECT_ROOT)])
     environment.setdefault("OMP_NUM_THREADS", "1")
     environment.setdefault("TOKENIZERS_PARALLELISM", "false")
-    for name, value in HEAP_REUSE.items():
-        environment.setdefault(name, value)
     return environment
 
 

@@ -73,7 +73,7 @@ def value_guided_rl(device: Any) -> Any:
         up_block_types=("UpResnetBlock1D",) * 3,
         mid_block_type="MidResTemporalBlock1D",
         out_block_type="OutConv1DBlock",
-        act_fn="mish",
+        act_fn="swish",
     )
     value_function = _unet_1d(
         block_out_channels=(32, 64, 128, 256),
