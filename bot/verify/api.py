@@ -118,21 +118,36 @@ def _verify_changes(
     names = [spec.name for spec in specs]
     traced = sorted(str(changes.rewritten / path) for path in changed)
     tests = str(tests_dir) if tests_dir else None
+    # Counts do not depend on timing, so the emulated and CPU runs share the cores. CUDA times
+    # the host's waits: both workers start at once, but a lock lets one measure at a time.
+    lock = str(root / "cuda-measure.lock") if device == "cuda" else None
     requests = [
         WorkerRequest(
-            str(changes.original), device, names, str(root / "runs" / "original"), [], checks, tests_dir=tests
+            str(changes.original),
+            device,
+            names,
+            str(root / "runs" / "original"),
+            [],
+            checks,
+            tests_dir=tests,
+            measure_lock=lock,
         ),
         WorkerRequest(
-            str(changes.rewritten), device, names, str(root / "runs" / "rewritten"), traced, checks, tests_dir=tests
+            str(changes.rewritten),
+            device,
+            names,
+            str(root / "runs" / "rewritten"),
+            traced,
+            checks,
+            tests_dir=tests,
+            measure_lock=lock,
         ),
     ]
     if not specs:
         return _unverified(changes.rewrites, {}, {})
     say(f"running {len(specs)} target(s) in the original and the rewritten tree ({device})")
     shutil.rmtree(root / "runs", ignore_errors=True)  # a kept work dir must not lend old results
-    # Counts do not depend on timing, so the emulated and CPU runs share the cores; CUDA runs
-    # one tree at a time, or each would time the other's work.
-    with ThreadPoolExecutor(max_workers=1 if device == "cuda" else 2) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
         before, after = pool.map(lambda request: run_tree(request, python=python), requests)
     results, credited, failed_owners, visited, held = [], set(), {}, {}, {}
     shapes = LoopShapes(changes.rewritten)

@@ -24,18 +24,17 @@ Usage::
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
-from bot.verify import emulated_device
-from bot.verify.census_result import UNKNOWN_SITE, CensusEvent, CensusResult, relative_to_roots, summarize
+from bot.verify import statement_sites
+from bot.verify.census_result import CensusEvent, CensusResult, summarize
 from bot.verify.emulated_device import (
     COPY_OPS,
     INDEXING_OPS,
@@ -67,13 +66,6 @@ _SYNCING_OPS = {
 """Ops whose result size or value the host must read before going on."""
 
 
-_MACHINERY_DIRS = (
-    str(Path(torch.__file__).parent) + os.sep,
-    str(Path(emulated_device.__file__).parent) + os.sep,
-)
-"""Frames here are never a site: torch itself, and this verifier."""
-
-
 def _on_device(value: Any) -> bool:
     return isinstance(value, EmulatedTensor)
 
@@ -86,10 +78,7 @@ class SyncCensus:
     """Records copies and syncs on the emulated device while active."""
 
     def __init__(self, site_roots: Sequence[str | Path] = ()) -> None:
-        # Python names files by the path it imported them from; accept a
-        # root given through a symlink as well as its target.
-        both_spellings = [spelling for root in site_roots for spelling in (Path(root).absolute(), Path(root).resolve())]
-        self.site_roots = tuple(dict.fromkeys(both_spellings))
+        self.site_roots = statement_sites.site_roots(site_roots)
         self.events: list[CensusEvent] = []
         # Tensor setitem makes Python scalars into device tensors where CUDA
         # keeps them on the host; values made that way count as host data.
@@ -172,15 +161,4 @@ class SyncCensus:
         return not accumulate and len(indices) == 1 and value.numel() == 1 and self._is_host_data(value)
 
     def _call_site(self) -> str:
-        """The innermost caller under a site root, else the innermost outside torch and this package."""
-        fallback = None
-        frame: FrameType | None = sys._getframe(1)
-        while frame is not None:
-            filename = frame.f_code.co_filename
-            relative = relative_to_roots(filename, self.site_roots)
-            if relative is not None:
-                return f"{relative}:{frame.f_lineno}"
-            if fallback is None and not filename.startswith(_MACHINERY_DIRS):
-                fallback = f"{filename}:{frame.f_lineno}"
-            frame = frame.f_back
-        return fallback or UNKNOWN_SITE
+        return statement_sites.call_site(self.site_roots, sys._getframe(1))

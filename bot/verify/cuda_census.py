@@ -20,9 +20,11 @@ How CUDA shows the kinds, and how they are folded to match the emulated census:
 
 Every host wait (those synchronize calls, device-to-host memcpy calls) longer
 than ``big_sync_ms`` is listed in ``big_syncs``, folded or not: that is where
-the host sat idle. Sites on CUDA name the ``def`` line of the innermost
-function under a site root (the profiler records frames when they start), not
-the statement line the emulated census gives.
+the host sat idle. A site is the statement, as the emulated census names it:
+``run_cuda_census`` marks each torch call with it (``statement_sites``), and the
+innermost mark around the op that made the call wins. A trace made without
+marks (an older run's) falls back to the innermost Python frame under a site
+root, which the profiler names by the line its ``def`` starts on.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from bot.verify.census_result import UNKNOWN_SITE, CensusEvent, CensusResult, relative_to_roots, summarize
+from bot.verify.statement_sites import SITE_MARK, StatementSites
 
 CENSUS_WINDOW = "sync_census"
 """The ``record_function`` around the workload; only what happens inside it counts."""
@@ -98,13 +101,16 @@ def census_from_chrome_trace(
     calls = _host_calls(complete)
     ops = _spans_by_thread(complete, "cpu_op")
     frames = _spans_by_thread(complete, "python_function")
+    marks = _spans_by_thread([e for e in complete if e["name"].startswith(SITE_MARK)], "user_annotation")
     op_chains: dict[int, list[_Span]] = {}
     frame_chains: dict[int, list[_Span]] = {}
+    mark_chains: dict[int, list[_Span]] = {}
     for thread in {_thread(call.event) for call in calls}:
         mine = [index for index, call in enumerate(calls) if _thread(call.event) == thread]
         moments = [calls[index].moment for index in mine]
-        op_chains.update(zip(mine, _open_spans(ops.get(thread, []), moments)))
-        frame_chains.update(zip(mine, _open_spans(frames.get(thread, []), moments)))
+        op_chains.update(zip(mine, _open_spans(ops.get(thread, []), moments), strict=True))
+        frame_chains.update(zip(mine, _open_spans(frames.get(thread, []), moments), strict=True))
+        mark_chains.update(zip(mine, _open_spans(marks.get(thread, []), moments), strict=True))
 
     events: list[CensusEvent] = []
     big_syncs: list[CensusEvent] = []
@@ -113,7 +119,8 @@ def census_from_chrome_trace(
         user_op = op_chains[index][0] if call.linked and op_chains[index] else None
         op_name = user_op.name if user_op is not None else name
         in_copy_op = user_op is not None and user_op.name in USER_COPY_OPS
-        site = _site(frame_chains[index], roots)
+        marked = mark_chains[index]
+        site = marked[-1].name.removeprefix(SITE_MARK) if marked else _site(frame_chains[index], roots)
         host_wait_ms = float(call.event.get("dur", 0)) / 1000
         direction = _direction(call.memcpy["name"]) if call.memcpy is not None else None
         if direction == "h2d" or (direction == "d2h" and (user_op is None or in_copy_op)):
@@ -229,7 +236,11 @@ def run_cuda_census(
         torch.cuda.set_sync_debug_mode("warn")
         try:
             activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-            with profile(activities=activities, with_stack=True) as prof, record_function(CENSUS_WINDOW):
+            with (
+                profile(activities=activities, with_stack=True) as prof,
+                record_function(CENSUS_WINDOW),
+                StatementSites(site_roots),
+            ):
                 workload()
         finally:
             torch.cuda.set_sync_debug_mode(previous_mode)

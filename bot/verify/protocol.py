@@ -18,10 +18,22 @@ class WorkerRequest:
     compile_backend: str = "inductor"
     seed: int = 0
     tests_dir: str | None = None  # a copy of the checkout's tests/, for `tests/...::Class` targets
+    # A file both trees' workers lock while one measures a target: on CUDA they start (import torch,
+    # diffusers) side by side, but never time a target while the other runs one.
+    measure_lock: str | None = None
 
     @classmethod
     def load(cls, path: Path) -> WorkerRequest:
         return cls(**json.loads(path.read_text()))
+
+
+LAUNCHED_AT = "CODEMOD_WORKER_LAUNCHED_AT"
+"""The environment variable in which the parent hands a worker the wall-clock time it started it."""
+
+
+def timings_path(out_dir: Path) -> Path:
+    """The worker's own phases before its first target (startup, offline Hub, device), in seconds."""
+    return out_dir / "worker-timings.json"
 
 
 def result_path(out_dir: Path, index: int) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import bot
-from bot.verify.protocol import WorkerRequest, outputs_path, result_path
+from bot.verify.protocol import LAUNCHED_AT, WorkerRequest, outputs_path, result_path
 
 TARGET_TIMEOUT_S = 900.0
 """How long one target may take (build, two runs, compile checks) before its worker is stopped."""
@@ -94,7 +94,7 @@ def _run_worker(request: WorkerRequest, directory: Path, timeout_s: float, pytho
         process = subprocess.Popen(
             [str(python or sys.executable), "-m", "bot.verify.worker", str(request_file)],
             cwd=directory,
-            env=worker_environment(package.parent),
+            env={**worker_environment(package.parent), LAUNCHED_AT: repr(time.time())},
             stdout=stderr,
             stderr=subprocess.STDOUT,
             start_new_session=True,

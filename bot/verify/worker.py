@@ -10,10 +10,14 @@ Each target's result is written as soon as it is known, so a crash costs only th
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sys
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +27,7 @@ from bot.verify.census import SyncCensus
 from bot.verify.cuda_census import run_cuda_census
 from bot.verify.emulated_device import install_emulated_device
 from bot.verify.outputs import compare, flatten_outputs
-from bot.verify.protocol import WorkerRequest, outputs_path, result_path
+from bot.verify.protocol import LAUNCHED_AT, WorkerRequest, outputs_path, result_path, timings_path
 from bot.verify.targets import TargetSpec, get_target
 from bot.verify.targets.from_tests import SEPARATOR, spec_for
 from bot.verify.targets.offline_hub import go_offline
@@ -35,7 +39,10 @@ def main(argv: list[str]) -> int:
     request = WorkerRequest.load(Path(argv[0]))
     out_dir = Path(request.out_dir)
     roots = [Path(request.package)]
-    go_offline()  # before diffusers (and huggingface_hub) is imported
+    timings = _Laps(time.time() - float(os.environ.get(LAUNCHED_AT, time.time())), "startup")
+    # Before diffusers (and huggingface_hub) is imported. Built-in targets load nothing from the Hub.
+    go_offline(stand_ins=any(SEPARATOR in name for name in request.targets))
+    timings.lap("offline hub")
     import diffusers
 
     if Path(diffusers.__file__).parent.resolve() != Path(request.package).resolve():
@@ -43,23 +50,67 @@ def main(argv: list[str]) -> int:
     device = _device(request.device)
     outputs = OutputCensus(roots)
     outputs.install()
+    timings.lap("device")
+    timings_path(out_dir).write_text(json.dumps(timings.seconds))
     for index, name in enumerate(request.targets):
-        started = time.perf_counter()
-        result: dict[str, Any] = {"target": name, "ok": False}
-        try:
-            spec = spec_for(name, Path(request.tests_dir)) if SEPARATOR in name else get_target(name)
-            result.update(_measure(spec, request, device, roots, outputs, out_dir, index))
-            result["ok"] = True
-            for check in request.checks.get(name, []):
-                result.setdefault("compile", {})[check] = compile_check(spec, check, request)
-        except BaseException as error:  # a target's failure is its result, not the worker's
-            if isinstance(error, KeyboardInterrupt):
-                raise
-            result["error"] = f"{type(error).__name__}: {error}".strip()
-            result["traceback"] = traceback.format_exc(limit=-12)
-        result["seconds"] = round(time.perf_counter() - started, 3)
-        result_path(out_dir, index).write_text(json.dumps(result, default=str))
+        with _exclusive(request.measure_lock) if request.measure_lock else nullcontext():
+            _run_target(name, index, request, device, roots, outputs, out_dir)
     return 0
+
+
+class _Laps:
+    """Seconds per named phase, each from the end of the one before."""
+
+    def __init__(self, first: float = 0.0, name: str | None = None) -> None:
+        self.seconds: dict[str, float] = {name: round(first, 3)} if name else {}
+        self._since = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[phase] = round(now - self._since, 3)
+        self._since = now
+
+
+@contextmanager
+def _exclusive(lock: str) -> Iterator[None]:
+    """Hold `lock` (a file both trees' workers share) while measuring: one target on the device at a time."""
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_target(
+    name: str,
+    index: int,
+    request: WorkerRequest,
+    device: torch.device,
+    roots: list[Path],
+    outputs: OutputCensus,
+    out_dir: Path,
+) -> None:
+    """Measure one target and write its result (a failure is its result, not the worker's)."""
+    started = time.perf_counter()
+    result: dict[str, Any] = {"target": name, "ok": False}
+    laps = _Laps()
+    try:
+        spec = spec_for(name, Path(request.tests_dir)) if SEPARATOR in name else get_target(name)
+        result.update(_measure(spec, request, device, roots, outputs, out_dir, index, laps))
+        result["ok"] = True
+        for check in request.checks.get(name, []):
+            result.setdefault("compile", {})[check] = compile_check(spec, check, request)
+        if request.checks.get(name):
+            laps.lap("compile checks")
+    except BaseException as error:  # a target's failure is its result, not the worker's
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        result["error"] = f"{type(error).__name__}: {error}".strip()
+        result["traceback"] = traceback.format_exc(limit=-12)
+    result["seconds"] = round(time.perf_counter() - started, 3)
+    result["phases"] = laps.seconds
+    result_path(out_dir, index).write_text(json.dumps(result, default=str))
 
 
 def _device(name: str) -> torch.device:
@@ -78,9 +129,11 @@ def _measure(
     outputs: OutputCensus,
     out_dir: Path,
     index: int,
+    laps: _Laps,
 ) -> dict[str, Any]:
     torch.manual_seed(request.seed)
     workload = spec.build(device)
+    laps.lap("build")
     coverage = LineCoverage(request.trace_files)
     measured: dict[str, Any] = {}
     try:
@@ -90,12 +143,15 @@ def _measure(
     finally:
         measured["lines"], measured["functions"] = coverage.by_relative_path(roots)
     measured["unit"], measured["units"] = workload.unit, workload.units
+    laps.lap("warm-up (line coverage)")
     torch.manual_seed(request.seed)
     census, output = take_census(request.device, workload, roots, out_dir / f"{index:03d}.trace.json", outputs)
+    laps.lap("census run")
     measured["census"] = census
     measured["outputs_built"] = {"count": outputs.count, "sites": dict(outputs.sites)}
     measured["repeated_blocks"] = repeated_blocks(workload)
     torch.save(flatten_outputs(output), outputs_path(out_dir, index))
+    laps.lap("save")
     return measured
 
 

@@ -44,7 +44,7 @@ def test_durations_total_gpu_copy_time_and_host_wait_time() -> None:
     assert census_from_chrome_trace(TRACE, ROOTS).durations_ms == {"h2d": 0.04, "d2h": 0.06, "sync": 77.03}
 
 
-def test_sites_are_def_lines_under_the_root_else_outside_torch() -> None:
+def test_unmarked_sites_are_def_lines_under_the_root_else_outside_torch() -> None:
     assert census_from_chrome_trace(TRACE, ROOTS).sites == [
         SiteCounts(SCHEDULER, {"sync": 2}),
         SiteCounts("pipelines/flux/pipeline_flux.py:560", {"h2d": 1}),
@@ -76,18 +76,33 @@ def test_without_a_census_window_the_whole_trace_counts() -> None:
     assert census.events[-1] == CensusEvent("sync", "cudaDeviceSynchronize", "run_pipeline.py:8", 0, 0.5)
 
 
+def _copy_item_mask_read_copy_back() -> None:
+    values = torch.arange(8.0).cuda()
+    values.sum().item()
+    values[values > 3]
+    values.cpu()
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_run_on_cuda_counts_a_copy_an_item_and_a_mask_read(tmp_path: Path) -> None:
-    def workload() -> None:
-        values = torch.arange(8.0).cuda()
-        values.sum().item()
-        values[values > 3]
-        values.cpu()
-
+    workload = _copy_item_mask_read_copy_back
     census = run_cuda_census(workload, site_roots=[Path(__file__).parent], trace_path=tmp_path / "trace.json")
     assert census.counts == {"h2d": 1, "d2h": 1, "sync": 2}
     assert census.bytes == {"h2d": 32, "d2h": 32}
     assert census.sync_debug_warnings >= 2
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_run_on_cuda_names_the_statement_of_each_copy_and_sync(tmp_path: Path) -> None:
+    workload = _copy_item_mask_read_copy_back
+    census = run_cuda_census(workload, site_roots=[Path(__file__).parent], trace_path=tmp_path / "trace.json")
+    first = workload.__code__.co_firstlineno
+    assert census.sites == [
+        SiteCounts(f"test_cuda_census.py:{first + 1}", {"h2d": 1}),
+        SiteCounts(f"test_cuda_census.py:{first + 2}", {"sync": 1}),
+        SiteCounts(f"test_cuda_census.py:{first + 3}", {"sync": 1}),
+        SiteCounts(f"test_cuda_census.py:{first + 4}", {"d2h": 1}),
+    ]
 
 
 def test_a_real_cpu_only_profile_parses_to_an_empty_census(tmp_path: Path) -> None:

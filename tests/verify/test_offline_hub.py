@@ -86,3 +86,12 @@ def test_bert_and_llama_stand_ins_fit_their_tests(loads: dict[str, Any]) -> None
 def test_a_repository_without_a_stand_in_fails_at_once(loads: dict[str, Any]) -> None:
     assert "huggingface.co" in loads["unknown"]["error"]
     assert loads["unknown"]["seconds"] < 5
+
+
+def test_switching_the_hub_off_without_stand_ins_builds_none(tmp_path: Path) -> None:
+    # Workers with built-in targets only: they load nothing from the Hub, so nothing is built.
+    probe = "from bot.verify.targets.offline_hub import go_offline; print(go_offline(stand_ins=False))"
+    environment = {**os.environ, "CODEMOD_HUB_CACHE": str(tmp_path)}
+    finished = subprocess.run([sys.executable, "-c", probe], env=environment, capture_output=True, text=True)
+    cache = Path(finished.stdout.strip())
+    assert (finished.returncode, cache.parent, list(tmp_path.rglob("*"))) == (0, tmp_path, [])

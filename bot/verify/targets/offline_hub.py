@@ -40,12 +40,18 @@ def missing_stand_ins(hub_ids: tuple[str, ...]) -> list[str]:
     return [repo_id for repo_id in hub_ids if repo_id not in STAND_INS]
 
 
-def go_offline() -> Path:
-    """Switch the Hub off for this process and point its cache at the stand-ins (built if missing)."""
+def go_offline(stand_ins: bool = True) -> Path:
+    """Switch the Hub off for this process and point its cache at the stand-ins (built if missing).
+
+    `stand_ins=False` only switches the Hub off: a worker with built-in targets alone (they load
+    nothing from the Hub) skips building them, which on a fresh machine costs seconds of
+    transformers imports and model saves per worker (and a retry each start for a stand-in this
+    interpreter cannot build).
+    """
     cache = _cache_dir()
     # Before anything imports huggingface_hub, which reads them once.
     os.environ.update({**OFFLINE, "HF_HUB_CACHE": str(cache), "HUGGINGFACE_HUB_CACHE": str(cache)})
-    for repo_id, write in STAND_INS.items():
+    for repo_id, write in STAND_INS.items() if stand_ins else ():
         try:
             _build(cache, repo_id, write)
         except Exception as error:  # noqa: BLE001 - a library this interpreter lacks: that repository is missing
