@@ -12,8 +12,11 @@
 
 Ops are seen once, at the level users write them: ``x[mask]`` is one
 ``aten::index`` (its inner ``nonzero`` runs on the host copy, unobserved), so
-it counts one sync. The same ops on CPU tensors never reach the device and
-count nothing.
+it counts one sync. An op counts as many host reads as ATen's CUDA kernel
+makes for its inputs: ``torch.equal`` none for tensors of different sizes or
+no element, ``repeat_interleave`` two without ``output_size``; a copy of no
+element moves nothing. tests/verify/test_sync_ops.py holds one row per op with
+its source. The same ops on CPU tensors never reach the device and count nothing.
 
 Usage::
 
@@ -25,7 +28,7 @@ Usage::
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -57,13 +60,36 @@ _SYNCING_OPS = {
     aten.unique_dim.default,
     aten.unique_consecutive.default,
     aten.unique_dim_consecutive.default,
-    aten.equal.default,
-    aten.allclose.default,
-    aten.bincount.default,
+    aten.allclose.default,  # isclose(...).all().item()
     # Raises on the host if the device reported a failed factorization.
     aten._linalg_check_errors.default,
 }
-"""Ops whose result size or value the host must read before going on."""
+"""Ops whose result size or value the host must read once before going on, whatever their inputs."""
+
+
+def _equal_syncs(args: tuple, kwargs: dict) -> int:
+    """ATen's cuda_equal answers different sizes and empty tensors on the host, else reads eq().all()."""
+    first, second = args[0], args[1]
+    return int(first.shape == second.shape and first.numel() > 0)
+
+
+def _repeat_interleave_syncs(args: tuple, kwargs: dict) -> int:
+    """repeat_interleave_common without output_size reads the total and checks no repeat is negative: two reads."""
+    return 0 if kwargs.get("output_size") is not None or args[0].numel() == 0 else 2
+
+
+def _bincount_syncs(args: tuple, kwargs: dict) -> int:
+    """_bincount_cuda_template reads the input's max (the bins) and, unless it is uint8, its min (the sign check)."""
+    values = args[0]
+    return 0 if values.numel() == 0 else 1 if values.dtype == torch.uint8 else 2
+
+
+_SYNCS_BY_INPUT: dict[Any, Callable[[tuple, dict], int]] = {
+    aten.equal.default: _equal_syncs,
+    aten.repeat_interleave.Tensor: _repeat_interleave_syncs,
+    aten.bincount.default: _bincount_syncs,
+}
+"""Ops whose host reads on CUDA depend on their inputs: how many, from ATen's CUDA kernels."""
 
 
 def _on_device(value: Any) -> bool:
@@ -124,16 +150,18 @@ class SyncCensus:
             return self._copy_events(source=args[0], destination=args[1])
         if op in _SYNCING_OPS:
             return [("sync", 0)]
-        if op is aten.repeat_interleave.Tensor:
-            # Without output_size the host must read the total to allocate.
-            return [] if kwargs.get("output_size") is not None else [("sync", 0)]
+        if op in _SYNCS_BY_INPUT:
+            return [("sync", 0)] * _SYNCS_BY_INPUT[op](args, kwargs)
         if op in INDEXING_OPS:
             return self._indexing_events(op, args, kwargs)
         return []
 
     def _copy_events(self, source: torch.Tensor, destination: torch.Tensor) -> list[tuple[str, int]]:
         # CUDA converts dtype on the side that has the data, then moves the
-        # destination's bytes.
+        # destination's bytes; with no element it moves nothing (copy_ returns
+        # before any memcpy: `torch.tensor([], device=...)`, transformers' empty caches).
+        if destination.numel() == 0:
+            return []
         if _on_device(destination) and self._is_host_data(source):
             return [("h2d", _nbytes(destination))]
         if _on_device(source) and not _on_device(destination):

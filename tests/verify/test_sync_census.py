@@ -116,7 +116,8 @@ def test_data_dependent_shapes_are_syncs(emu: torch.device) -> None:
 def test_repeat_interleave_syncs_only_without_output_size(emu: torch.device) -> None:
     values = torch.arange(3.0, device=emu)
     repeats = torch.tensor([1, 2, 3]).to(emu)
-    assert _census_of(lambda: values.repeat_interleave(repeats)).counts == {"h2d": 0, "d2h": 0, "sync": 1}
+    # ATen's repeat_interleave_common reads the total, then checks that no repeat is negative.
+    assert _census_of(lambda: values.repeat_interleave(repeats)).counts == {"h2d": 0, "d2h": 0, "sync": 2}
     assert _census_of(lambda: values.repeat_interleave(repeats, output_size=6)).counts == {
         "h2d": 0,
         "d2h": 0,
