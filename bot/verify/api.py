@@ -25,7 +25,7 @@ from bot.verify.report import TargetResult, VerifyReport
 from bot.verify.runner import run_tree
 from bot.verify.targets import TargetSpec, all_targets
 from bot.verify.targets.from_tests import cannot_run, discover, tests_dir_of
-from bot.verify.verdict import OUTPUT_RULES, STRUCTURE_RULES, Side, judge, parity_tolerance
+from bot.verify.verdict import OUTPUT_RULES, STRUCTURE_RULES, ParityRule, Side, judge, parity_rule
 
 DEVICES = ("emu", "cuda", "cpu")
 
@@ -204,7 +204,7 @@ def _target_result(
     before, after = before.judged_on(structured), after.judged_on(structured)
     parity = None
     if before.ok and after.ok:
-        parity = _parity(before, after, parity_tolerance(rules, tolerance))
+        parity = _parity(before, after, parity_rule(rules, device, tolerance))
     judgement = judge(rules, before, after, parity, device)
     return TargetResult(
         target=spec.name,
@@ -288,7 +288,7 @@ def _imports_for(covered: list[Rewrite], rewrites: list[Rewrite]) -> list[Rewrit
     ]
 
 
-def _parity(before: Side, after: Side, tolerance: float) -> Any:
+def _parity(before: Side, after: Side, rule: ParityRule) -> Any:
     import torch
 
     from bot.verify.outputs import compare
@@ -296,7 +296,7 @@ def _parity(before: Side, after: Side, tolerance: float) -> Any:
     def load(path: str | None) -> dict[str, torch.Tensor]:
         return torch.load(path, weights_only=True)
 
-    return compare(load(before.outputs_file), load(after.outputs_file), tolerance)
+    return compare(load(before.outputs_file), load(after.outputs_file), rule.tolerance, rule.ulps, rule.reason)
 
 
 def _unverified(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -37,9 +38,11 @@ class Parity:
     max_abs_diff: float | None  # None: nothing comparable
     mean_abs_diff: float | None
     exact: bool  # every tensor equal, element for element, NaN where NaN
-    tolerance: float  # 0.0: exactly equal required
+    tolerance: float  # 0.0 (and no ulps): exactly equal required
     passed: bool
     detail: str  # what differed, if anything
+    ulps: int = 0  # > 0: each output within this many ulp of its dtype, relative to its largest magnitude
+    rule: str = ""  # the parity required, and why (see verdict.parity_rule)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,19 +50,32 @@ class Parity:
             "mean_abs_diff": self.mean_abs_diff,
             "exact": self.exact,
             "tolerance": self.tolerance,
+            "ulps": self.ulps,
+            "rule": self.rule,
             "passed": self.passed,
             "detail": self.detail,
         }
 
 
-def compare(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], tolerance: float) -> Parity:
-    """Max and mean abs difference over every output tensor; `tolerance` 0 asks for equality."""
+def compare(
+    before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], tolerance: float, ulps: int = 0, rule: str = ""
+) -> Parity:
+    """Max and mean abs difference over every output tensor; `tolerance` 0 asks for equality.
+
+    With `ulps`, each output may differ by that many ulp of its dtype at its largest magnitude
+    (integers and booleans must be equal).
+    """
+    parity = _compare(before, after, tolerance, ulps)
+    return replace(parity, ulps=ulps, rule=rule)
+
+
+def _compare(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], tolerance: float, ulps: int) -> Parity:
     if before.keys() != after.keys():
         missing = sorted(set(before) ^ set(after))
         return Parity(None, None, False, tolerance, False, f"outputs differ in structure: {', '.join(missing[:5])}")
     if not before:
         return Parity(None, None, False, tolerance, False, "the target returned no tensor to compare")
-    worst, total, count, exact, details = 0.0, 0.0, 0, True, []
+    worst, total, count, exact, details, within_ulps = 0.0, 0.0, 0, True, [], True
     for name in before:
         a, b = before[name], after[name]
         if a.shape != b.shape or a.dtype != b.dtype:
@@ -76,10 +92,24 @@ def compare(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], tol
         worst = max(worst, difference.max().item())
         total += difference.sum().item()
         count += difference.numel()
+        within_ulps = within_ulps and difference.max().item() <= _ulps_at(a, a_values, ulps)
     mean = total / count if count else 0.0
-    passed = exact if tolerance == 0 else (worst <= tolerance)  # NaN in `worst` fails the comparison
+    if ulps:
+        passed = exact or within_ulps  # a NaN difference fails the comparison
+    else:
+        passed = exact if tolerance == 0 else (worst <= tolerance)
     detail = "" if exact else f"differs in {', '.join(details[:5])}"
     return Parity(worst, mean, exact, tolerance, passed, detail)
+
+
+def _ulps_at(tensor: torch.Tensor, values: torch.Tensor, ulps: int) -> float:
+    """`ulps` units in the last place of `tensor`'s dtype at its largest finite magnitude; 0 for integers."""
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        return 0.0
+    dtype = tensor.real.dtype if tensor.is_complex() else tensor.dtype
+    finite = values[values.isfinite()].abs()
+    largest = max(finite.max().item() if finite.numel() else 0.0, torch.finfo(dtype).tiny)
+    return ulps * torch.finfo(dtype).eps * 2.0 ** (math.frexp(largest)[1] - 1)  # the spacing of floats there
 
 
 def _as_float(tensor: torch.Tensor) -> torch.Tensor:

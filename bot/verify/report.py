@@ -212,7 +212,9 @@ def _parity_lines(results: list[TargetResult]) -> list[str]:
         if not parity or parity.get("max_abs_diff") is None:
             lines.append(f"- `{result.target}`: {result.error or 'not compared'}")
             continue
-        required = "bit-identical required" if parity["tolerance"] == 0 else f"tolerance {parity['tolerance']:g}"
+        required = parity.get("rule") or (
+            "bit-identical required" if parity["tolerance"] == 0 else f"tolerance {parity['tolerance']:g}"
+        )
         lines.append(
             f"- `{result.target}`: max abs diff {parity['max_abs_diff']:.3g}, mean {parity['mean_abs_diff']:.3g} "
             f"({required}; {'passed' if parity['passed'] else 'FAILED'})"

@@ -70,7 +70,7 @@ def test_each_body_has_the_census_table_parity_and_the_own_tests_line(bot_run) -
         body = double.pull_request(group.pull_number).body
         passed, skipped = OWN_TESTS[group.group_id]
         assert "| target | rules | per | H2D copies | D2H copies | syncs | output objects |" in body
-        assert "Parity (same seed and inputs, fp32):" in body and "(bit-identical required; passed)" in body
+        assert "Parity (same seed and inputs, fp32):" in body and "(bit-identical required: the rewrites (" in body
         assert f"✅ diffusers' own tests: {passed} passed, {skipped} skipped (same before and after)" in body
         assert "HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m pytest" in body
 
