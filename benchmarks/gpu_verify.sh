@@ -35,14 +35,17 @@ import importlib.util, sys
 missing = [m for m in ("torch", "diffusers", "transformers", "libcst", "typer", "rich") if importlib.util.find_spec(m) is None]
 if missing:
     sys.exit(f"gpu_verify: missing Python packages: {', '.join(missing)} (this script installs nothing)")
-import os, torch
-from importlib.metadata import version
+import os, re, torch
+from pathlib import Path
 if os.environ["DEVICE"] == "cuda" and not torch.cuda.is_available():
     sys.exit(f"gpu_verify: torch {torch.__version__} sees no CUDA device")
 device = torch.cuda.get_device_name(0) if os.environ["DEVICE"] == "cuda" else os.environ["DEVICE"]
-print(f"gpu_verify: torch {torch.__version__}, CUDA {torch.version.cuda}, {device}, diffusers {version('diffusers')}")
-if version("diffusers") != "0.42.1":
-    sys.exit(f"gpu_verify: the QwenImage fixture case patches diffusers 0.42.1's file; installed is {version('diffusers')}")
+# The version from the package's source: importing diffusers costs seconds, and a copied package may lack metadata.
+init = Path(importlib.util.find_spec("diffusers").origin).read_text()
+version = re.search(r"^__version__ = \"([^\"]+)\"", init, re.MULTILINE).group(1)
+print(f"gpu_verify: torch {torch.__version__}, CUDA {torch.version.cuda}, {device}, diffusers {version}")
+if version != "0.42.1":
+    sys.exit(f"gpu_verify: the QwenImage fixture case patches diffusers 0.42.1's file; installed is {version}")
 EOF
 took "checking the environment (imports torch)"
 
@@ -67,7 +70,7 @@ verify() {  # name, tree, file the engine may rewrite
     "$PYTHON" -m codemods verify "$2" --select DIF001 --path "$2/$3" --device "$DEVICE" \
         --json "$REPORTS/$1.json" --markdown "$REPORTS/$1.md" --work-dir "$WORK/$1-work" || status=$?
     took "verify $1"
-    "$PYTHON" benchmarks/verify_timings.py "$REPORTS/$1.json" "$WORK/$1-work" || true
+    "$PYTHON" -m benchmarks.verify_timings "$REPORTS/$1.json" "$WORK/$1-work" || true
     for side in original rewritten; do  # the Chrome traces, to open in Perfetto
         for trace in "$WORK/$1-work/runs/$side"/request-*/*.trace.json; do
             if [[ -e "$trace" ]]; then cp "$trace" "$REPORTS/$1-$side-$(basename "$trace")"; fi

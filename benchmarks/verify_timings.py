@@ -1,6 +1,6 @@
 """Where one `codemod verify --work-dir WORK --json REPORT` run spent its time, phase by phase.
 
-    python benchmarks/verify_timings.py REPORT.json WORK
+    python -m benchmarks.verify_timings REPORT.json WORK   # from the project root
 
 Prints the run's own phases (rewriting the copy, the targets, the checkout's tests), then per tree
 its worker's start (interpreter and imports, the offline Hub, the device) and per target its phases

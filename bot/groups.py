@@ -23,6 +23,7 @@ from typing import Any
 from codemods.copies import copy_pairs
 from codemods.engine import Mode, RunOptions, run
 from codemods.project import ProjectIndex
+from codemods.tree_paths import inside_tree
 
 PACKAGE_DIR = PurePosixPath("src/diffusers")
 
@@ -177,14 +178,17 @@ def find_groups(
     src = (repo_root / PACKAGE_DIR).resolve()
     if not src.is_dir():
         raise FileNotFoundError(f"{repo_root} has no {PACKAGE_DIR}: not a diffusers checkout")
-    paths = tuple(src / p for p in only) or (src,)
+    # As users type them: from the checkout's root (`src/diffusers/pipelines/ddpm`), or inside src/diffusers.
+    paths = tuple(src / inside_tree(src, p, "--only", cwd=repo_root) for p in only) or (src,)
     groups: list[FixGroup] = []
     errors: list[str] = []
     report_only: list[ReportOnly] = []
     for rule in rules:
         log(f"engine: {rule} on {', '.join(str(p.relative_to(src.parent)) for p in paths)}")
         # pipelines/deprecated/ takes no changes: never proposed, whatever the checkout's configuration says.
-        options = RunOptions(paths, Mode.DIFF, unsafe_fixes=True, select=(rule,), cache_dir=cache_dir, include_deprecated=False)
+        options = RunOptions(
+            paths, Mode.DIFF, unsafe_fixes=True, select=(rule,), cache_dir=cache_dir, include_deprecated=False
+        )
         result = run(options)
         errors += [f"{_relative(e.path, repo_root)}: {e.message}" for e in result.errors]
         if result.changes:
