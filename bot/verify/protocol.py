@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -18,6 +19,7 @@ class WorkerRequest:
     compile_backend: str = "inductor"
     seed: int = 0
     tests_dir: str | None = None  # a copy of the checkout's tests/, for `tests/...::Class` targets
+    scale: dict[str, Any] | None = None  # a real-scale run (`real_scale.Scale` fields): targets are case runs
 
     @classmethod
     def load(cls, path: Path) -> WorkerRequest:
