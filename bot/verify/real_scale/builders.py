@@ -62,7 +62,9 @@ def released_model(
     for name, module in model.named_modules():
         wanted = torch.float32 if kept & set(name.split(".")) else dtype
         for parameter_name, parameter in list(module.named_parameters(recurse=False)):
-            values = torch.empty(parameter.shape, device=device, dtype=wanted).normal_(0.0, 0.02)  # seeded by the caller
+            values = torch.empty(parameter.shape, device=device, dtype=wanted).normal_(
+                0.0, 0.02
+            )  # seeded by the caller
             setattr(module, parameter_name, torch.nn.Parameter(values, requires_grad=False))
     model.to(device)  # buffers, as `.to()` moves a loaded model's
     for (

@@ -59,7 +59,11 @@ def run_real_scale(
     for label, package, trace in (("original", changes.original, []), ("rewritten", changes.rewritten, traced)):
         say(f"real scale: {len(names)} case(s) in the {label} tree ({device})")
         request = WorkerRequest(str(package), device, list(names), str(work_dir / label), trace, scale=scale.to_dict())
-        sides.append(run_tree(request, timeout_s=timeout_s, python=python))
+        results = run_tree(request, timeout_s=timeout_s, python=python)
+        for result in results:
+            outcome = f"done in {result.get('seconds', 0):.0f} s" if result.get("ok") else result.get("error", "")[:300]
+            say(f"real scale: {label}: {result['target']}: {outcome}")
+        sides.append(results)
     cases = [pair(name, before, after, changes) for name, before, after in zip(names, *sides, strict=True)]
     section = {"measured": device == "cuda", "device": device, "scale": scale.to_dict(), "cases": cases}
     if device != "cuda":
