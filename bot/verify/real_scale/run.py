@@ -115,6 +115,9 @@ def _generation(units: int | None, before: dict[str, Any], after: dict[str, Any]
     saved = {"wall": (before["wall_ms_per_unit"] - after["wall_ms_per_unit"]) * count}
     if before.get("cuda_ms_per_unit") is not None and after.get("cuda_ms_per_unit") is not None:
         saved["cuda"] = (before["cuda_ms_per_unit"] - after["cuda_ms_per_unit"]) * count
+    if before.get("host_wait_ms_per_unit") is not None and after.get("host_wait_ms_per_unit") is not None:
+        # What #13406 added up: the host's time blocked in syncs, which the wall clock shows only where the GPU idled.
+        saved["host_wait"] = (before["host_wait_ms_per_unit"] - after["host_wait_ms_per_unit"]) * count
     if after["mode"] != "eager":  # a compiled generation pays its cold compile once
         saved["cold"] = before["cold_ms"] - after["cold_ms"]
     return {"units": count, "saved_ms": {key: round(value, 1) for key, value in saved.items()}}

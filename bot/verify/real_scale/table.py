@@ -109,6 +109,8 @@ def _generation_lines(cases: list[dict[str, Any]]) -> list[str]:
             text += f"{saved['wall'] / generation['units']:.2f} ms = **{saved['wall'] / 1000:.2f} s** wall clock"
             if "cuda" in saved:
                 text += f" ({saved['cuda'] / 1000:.2f} s on the GPU's clock)"
+            if "host_wait" in saved:
+                text += f"; host blocked in syncs {saved['host_wait'] / 1000:.2f} s less"
             if "cold" in saved:
                 text += f"; first run (cold compile): {saved['cold'] / 1000:.1f} s"
             lines.append(text)
