@@ -130,7 +130,7 @@ def main(argv: list[str]) -> int:
                 continue
             print(f"gpu_scale: {group.name}: {', '.join(group.runs)}", flush=True)
             began = time.monotonic()
-            section = _run_group(group, src, work / group.name, args.device, scale, left)
+            section = _run_group(group, src, work / group.name, args.device, scale)
             seconds = round(time.monotonic() - began, 1)
             record["groups"].append({"name": group.name, "title": group.title, "seconds": seconds, **section})
             print(f"gpu_scale: {group.name}: done in {seconds:.0f} s", flush=True)
@@ -144,12 +144,11 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _run_group(group: Group, src: Path, work: Path, device: str, scale: Scale, left: float) -> dict[str, Any]:
+def _run_group(group: Group, src: Path, work: Path, device: str, scale: Scale) -> dict[str, Any]:
     tree = _before_13406(src, work / "input") if group.before_13406 else src
     changes = rewrite_copy(tree, work / "trees", select=group.select, paths=tuple(tree / p for p in group.paths))
     if not changes.rewrites:
         return {"measured": False, "why": f"the engine rewrote nothing in {', '.join(group.paths)}", "cases": []}
-    timeout = min(group.case_timeout_s, left / 2)
     # At the toy size a run's own block count or compile mode would undo the point of --reduced.
     runs = [CaseRun.parse(run).case for run in group.runs] if scale == REDUCED else list(group.runs)
     return run_real_scale(
@@ -159,7 +158,7 @@ def _run_group(group: Group, src: Path, work: Path, device: str, scale: Scale, l
         work / "runs",
         scale,
         say=lambda m: print(f"gpu_scale: {m}", flush=True),
-        timeout_s=timeout,
+        timeout_s=group.case_timeout_s,
     )
 
 
