@@ -5,6 +5,7 @@ No timing is asserted: on the CPU the numbers mean nothing, and the report says 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,9 +15,10 @@ import pytest
 import torch
 
 from bot.verify.changes import ChangeSet, Rewrite
+from bot.verify.cuda_census import census_from_chrome_trace
 from bot.verify.real_scale.builders import released_model
 from bot.verify.real_scale.cases import KANDINSKY5_T2V, cases_for
-from bot.verify.real_scale.measure import measure_case
+from bot.verify.real_scale.measure import host_waits, measure_case
 from bot.verify.real_scale.run import not_measured, pair, real_scale_section
 from bot.verify.real_scale.scale import CaseRun, Scale
 from bot.verify.real_scale.table import real_scale_lines
@@ -80,6 +82,29 @@ def test_a_cpu_run_reports_no_cuda_figures() -> None:
     assert (eager["cuda_ms_per_unit"], eager["peak_memory_mib"], "big_syncs" in eager) == (None, None, False)
 
 
+def test_a_profiled_run_gives_its_big_syncs_every_host_wait_and_the_counts_per_step() -> None:
+    trace = json.loads((Path(__file__).parent / "data" / "cuda_trace.json").read_text())
+    roots = [Path("/opt/diffusers/src/diffusers")]
+    waits = host_waits(census_from_chrome_trace(trace, roots), trace, roots, units=2)
+    euler, flux = "schedulers/scheduling_flow_match_euler_discrete.py:360", "pipelines/flux/pipeline_flux.py"
+    assert waits == {
+        "big_syncs": [
+            {"op": "aten::item", "site": euler, "ms": 75.0},
+            {"op": "aten::to", "site": f"{flux}:640", "ms": 89.0},
+        ],
+        "big_sync_ms": 50.0,
+        "host_wait_ms_per_unit": 83.209,
+        "largest_host_waits": [
+            {"op": "aten::to", "site": f"{flux}:640", "ms": 89.0},
+            {"op": "aten::item", "site": euler, "ms": 75.0},
+            {"op": "cudaDeviceSynchronize", "site": "run_pipeline.py:8", "ms": 2.0},
+            {"op": "aten::to", "site": f"{flux}:560", "ms": 0.37},
+            {"op": "aten::nonzero", "site": euler, "ms": 0.03},
+        ],
+        "counts_per_unit": {"h2d": 0.5, "d2h": 0.5, "sync": 1.5},
+    }
+
+
 def test_case_runs_name_their_block_cap_and_compile_modes() -> None:
     run = CaseRun.parse("QwenImagePipeline@blocks=60,compile=default")
     assert (run, run.scale(REDUCED).blocks) == (CaseRun("QwenImagePipeline", 60, ("default",)), 60)
@@ -100,8 +125,10 @@ def test_off_cuda_the_section_says_not_measured_and_why() -> None:
     assert real_scale_lines(section) == [
         "#### At real scale",
         "",
-        "Not measured at real scale: --device emu runs nothing at real size (timings there would not be a "
-        "GPU's); the real-scale run needs --device cuda.",
+        (
+            "Not measured at real scale: --device emu runs nothing at real size (timings there would not be a "
+            "GPU's); the real-scale run needs --device cuda."
+        ),
     ]
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from bot.verify.census_result import CensusResult
 from bot.verify.cuda_census import BIG_SYNC_MS, census_from_chrome_trace, run_cuda_census
 from bot.verify.real_scale.cases import RealCase, get_case
 from bot.verify.real_scale.scale import CaseRun, Scale
@@ -134,11 +135,15 @@ def _measure_mode(
 
 
 def _host_waits(workload: Workload, roots: list[Path], trace_path: Path) -> dict[str, Any]:
-    """From one profiled run: syncs over 50 ms, every host wait, and the census counts, per unit."""
     census = run_cuda_census(workload.run, roots, trace_path)
-    every_wait = census_from_chrome_trace(json.loads(trace_path.read_text()), roots, big_sync_ms=0.0).big_syncs
+    trace = json.loads(trace_path.read_text())
     trace_path.unlink()  # hundreds of MB at real scale; the numbers are what is kept
-    units = workload.units
+    return host_waits(census, trace, roots, workload.units)
+
+
+def host_waits(census: CensusResult, trace: dict[str, Any], roots: list[Path], units: int) -> dict[str, Any]:
+    """From one profiled run (its census and Chrome trace): syncs over 50 ms, every host wait, and counts, per unit."""
+    every_wait = census_from_chrome_trace(trace, roots, big_sync_ms=0.0).big_syncs
 
     def listed(events: Any) -> list[dict[str, Any]]:
         return [{"op": e.op, "site": e.site, "ms": round(e.duration_ms or 0.0, 2)} for e in events]
