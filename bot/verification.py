@@ -31,6 +31,7 @@ class Verifier(Protocol):
         compile: bool = False,
         tolerance: float = 1e-4,
         progress: Callable[..., None] | None = None,
+        scale: str = "test",
     ) -> Any: ...
 
 
@@ -108,7 +109,11 @@ def verify_group(
     paths = tuple(sorted((repo_root / path).resolve() for path in group.files))
     base = {"group_id": group.id, "fingerprint": group.fingerprint, "device": device}
     try:
-        report = verifier(src, select=(group.rule,), paths=paths, device=device, work_dir=work_dir, compile=compile)
+        # On a GPU runner the PR body also carries the real-scale table (milliseconds a reviewer can weigh).
+        at_scale = {"scale": "real"} if device == "cuda" else {}
+        report = verifier(
+            src, select=(group.rule,), paths=paths, device=device, work_dir=work_dir, compile=compile, **at_scale
+        )
         markdown = report.to_markdown(reproduce)
         as_json = report.to_json()
     except Exception as crash:  # the verifier's failure is this group's verdict, not the run's end

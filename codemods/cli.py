@@ -185,6 +185,11 @@ class VerifyDevice(str, Enum):
     cpu = "cpu"
 
 
+class VerifyScale(str, Enum):
+    test = "test"
+    real = "real"
+
+
 VERIFY_EXIT_CODES = """\
 Exit codes: 0 nothing regressed or failed (changes may be verified, no-gain or unverified);
 1 a change regressed or failed; 2 an error (bad arguments, a tree that is not a package)."""
@@ -230,6 +235,10 @@ def verify(
         float | None,
         typer.Option(min=1.0, metavar="SECONDS", help="Time for the checkout's own tests (both trees; default 150)."),
     ] = None,
+    scale: Annotated[
+        VerifyScale,
+        typer.Option(help="real: also time each change at its model's released width on CUDA (docs/gpu-evidence.md)."),
+    ] = VerifyScale.test,
 ) -> None:
     """Rewrite a copy of SRC, run each change's target on both trees, and report copies, syncs and parity."""
     import shlex
@@ -252,6 +261,7 @@ def verify(
     reproduce = ["codemod", "verify", str(src), *(f"--select={code}" for code in codes or ())]
     reproduce += [f"--path={p}" for p in path or ()]
     reproduce += [f"--device={device.value}"] + (["--compile"] if compile_ else [])
+    reproduce += ["--scale=real"] if scale is VerifyScale.real else []
     if tolerance != 1e-4:
         reproduce.append(f"--tolerance={tolerance:g}")
     inside = tuple(src.resolve() / inside_tree(src, given, "--path") for given in path or ())
@@ -267,6 +277,7 @@ def verify(
         python=interpreter,
         own_tests=own_tests,
         tests_budget_s=DEFAULT_BUDGET_S if tests_budget is None else tests_budget,
+        scale=scale.value,
     )
     markdown = report.to_markdown(shlex.join(reproduce))
     if json_file is not None:

@@ -21,6 +21,7 @@ from bot.verify.changes import ChangeSet, Rewrite, rewrite_copy
 from bot.verify.own_tests import DEFAULT_BUDGET_S, changed_files_tests
 from bot.verify.plan import LoopShapes, TreeMap, exercised, targets_to_run
 from bot.verify.protocol import WorkerRequest
+from bot.verify.real_scale.run import real_scale_section
 from bot.verify.report import TargetResult, VerifyReport
 from bot.verify.runner import run_tree
 from bot.verify.targets import TargetSpec, all_targets
@@ -28,6 +29,7 @@ from bot.verify.targets.from_tests import cannot_run, discover, tests_dir_of
 from bot.verify.verdict import OUTPUT_RULES, STRUCTURE_RULES, ParityRule, Side, judge, parity_rule
 
 DEVICES = ("emu", "cuda", "cpu")
+SCALES = ("test", "real")
 
 
 def verify(
@@ -43,6 +45,7 @@ def verify(
     python: Path | None = None,
     own_tests: bool = True,
     tests_budget_s: float = DEFAULT_BUDGET_S,
+    scale: str = "test",
 ) -> VerifyReport:
     """Verify every change the engine makes to `src` (a diffusers package directory).
 
@@ -69,10 +72,13 @@ def verify(
         changes = rewrite_copy(src, root, select=select, paths=paths)
         lap("rewrite")
         say(f"{len(changes.rewrites)} rewrite(s) in {len(changes.changed_files)} file(s)")
-        results, tests = [], None
+        results, tests, real = [], None, None
         if changes.rewrites:
             results = _verify_changes(src, changes, root, device, compile, tolerance, say, python)
             lap("targets")
+            if scale == "real":
+                real = real_scale_section(changes, device, root / "real-scale", python, say)
+                lap("real scale")
             if own_tests:
                 tests = changed_files_tests(src, changes, root / "own-tests", python, tests_budget_s, say)
                 lap("own tests")
@@ -94,6 +100,7 @@ def verify(
         interpreter=str(python or sys.executable),
         rewrites={r.where: list(r.rules) for r in changes.rewrites},
         phases=phases,
+        real_scale=real,
     )
 
 

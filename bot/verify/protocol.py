@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -21,6 +22,7 @@ class WorkerRequest:
     # A file both trees' workers lock while one measures a target: on CUDA they start (import torch,
     # diffusers) side by side, but never time a target while the other runs one.
     measure_lock: str | None = None
+    scale: dict[str, Any] | None = None  # a real-scale run (`real_scale.Scale` fields): targets are case runs
 
     @classmethod
     def load(cls, path: Path) -> WorkerRequest:

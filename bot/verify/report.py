@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.verify.census_summary import number, parity_text
 from bot.verify.own_tests import OwnTests
+from bot.verify.real_scale.table import real_scale_lines
 from bot.verify.verdict import CENSUS_KINDS, VERDICTS
 
 _ICONS = {"verified": "✅", "no-gain": "➖", "regressed": "❌", "failed": "❌", "unverified": "❔"}
@@ -73,6 +74,7 @@ class VerifyReport:
     interpreter: str = ""  # the Python that ran both trees (the checkout's environment, or --python)
     rewrites: dict[str, list[str]] = field(default_factory=dict)  # every change, "path:line" -> its rules
     phases: dict[str, float] = field(default_factory=dict)  # seconds: "rewrite", "targets" (with planning), "own tests"
+    real_scale: dict[str, Any] | None = None  # `--scale real`: the cases run at real size, or why not measured
 
     def exit_code(self) -> int:
         """0 only if nothing regressed or failed (unverified and no-gain changes do not fail a run)."""
@@ -101,6 +103,7 @@ class VerifyReport:
             "own_tests": self.own_tests.to_json() if self.own_tests else None,
             "rewrites": self.rewrites,
             "targets": [{**t.to_json(), "device": self.device, "versions": self.versions} for t in self.targets],
+            "real_scale": self.real_scale,
         }
 
     def to_markdown(self, reproduce: str) -> str:
@@ -134,6 +137,8 @@ class VerifyReport:
             lines += ["", "Engine errors:", *(f"- {error}" for error in self.errors)]
         if self.own_tests is not None:
             lines += ["", *own_tests_lines(self.own_tests)]
+        if self.real_scale is not None:
+            lines += ["", *real_scale_lines(self.real_scale)]
         lines += ["", "Reproduce:", "", "```", reproduce, "```", ""]
         return "\n".join(lines)
 

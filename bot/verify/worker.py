@@ -48,6 +48,8 @@ def main(argv: list[str]) -> int:
     if Path(diffusers.__file__).parent.resolve() != Path(request.package).resolve():
         raise SystemExit(f"imported diffusers from {diffusers.__file__}, expected {request.package}")
     device = _device(request.device)
+    if request.scale is not None:
+        return _real_scale(request, device, roots, out_dir)
     outputs = OutputCensus(roots)
     outputs.install()
     timings.lap("device")
@@ -111,6 +113,34 @@ def _run_target(
     result["seconds"] = round(time.perf_counter() - started, 3)
     result["phases"] = laps.seconds
     result_path(out_dir, index).write_text(json.dumps(result, default=str))
+
+
+def _real_scale(request: WorkerRequest, device: torch.device, roots: list[Path], out_dir: Path) -> int:
+    """Each case run of a real-scale request, its result written as soon as it is known."""
+    from bot.verify.real_scale.measure import measure_case
+    from bot.verify.real_scale.scale import Scale
+
+    # A fresh compile cache per worker: the compile times reported are cold, not the other tree's cache hits.
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(out_dir / "inductor-cache")
+    scale = Scale(**request.scale or {})
+    for index, name in enumerate(request.targets):
+        started = time.perf_counter()
+        result: dict[str, Any] = {"target": name, "ok": False}
+        try:
+            stem = out_dir / f"{index:03d}"
+            with _exclusive(request.measure_lock) if request.measure_lock else nullcontext():
+                result.update(measure_case(name, scale, device, roots, request.trace_files, stem, request.seed))
+            result["ok"] = True
+        except Exception as error:  # a case's failure is its result, not the worker's
+            result["error"] = f"{type(error).__name__}: {error}".strip()[:2000]
+            result["traceback"] = traceback.format_exc(limit=-12)
+        result["seconds"] = round(time.perf_counter() - started, 3)
+        result_path(out_dir, index).write_text(json.dumps(result, default=str))
+        print(
+            f"real scale: {name}: {'done' if result['ok'] else result['error'][:200]} in {result['seconds']:.0f} s",
+            flush=True,
+        )
+    return 0
 
 
 def _device(name: str) -> torch.device:

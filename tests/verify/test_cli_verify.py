@@ -28,6 +28,8 @@ def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Compl
         str(out / "report.md"),
         "--html",
         str(out / "census.html"),
+        "--scale",
+        "real",
     ]
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
     completed = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=out, env=environment)
@@ -46,6 +48,13 @@ def test_the_json_report_names_the_device_versions_and_changed_files(verified) -
     assert report["versions"]["diffusers"] == "0.42.1"
     assert NUCLEUS in report["changed_files"]
     assert report["summary"]["failed"] == report["summary"]["regressed"] == 0
+
+
+def test_scale_real_on_the_emulated_device_says_not_measured_and_why(verified) -> None:
+    _, report, markdown = verified
+    why = "--device emu runs nothing at real size (timings there would not be a GPU's); the real-scale run needs --device cuda"
+    assert (report["real_scale"]["measured"], report["real_scale"]["why"]) == (False, why)
+    assert f"#### At real scale\n\nNot measured at real scale: {why}.\n" in markdown
 
 
 def test_nucleusmoe_text_rope_copy_per_forward_is_gone_with_bit_identical_outputs(verified) -> None:

@@ -1,0 +1,43 @@
+"""Before a GPU run: the packages it needs are there, torch sees a CUDA device, and diffusers is the release the fixture patches.
+
+python -m benchmarks.gpu_preflight NAME     # NAME prefixes the messages; exit 2 with one line when a check fails
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+NEEDED = ("torch", "diffusers", "transformers", "libcst", "typer", "rich")
+DIFFUSERS = "0.42.1"  # the QwenImage fixture case (DIF001/qwenimage_rope_pr13406) patches this release's file
+
+
+def main(argv: list[str]) -> int:
+    name = argv[0] if argv else "gpu"
+    missing = [module for module in NEEDED if importlib.util.find_spec(module) is None]
+    if missing:
+        return _fail(f"{name}: missing Python packages: {', '.join(missing)} (this script installs nothing)")
+    import diffusers
+    import torch
+
+    if not torch.cuda.is_available():
+        return _fail(f"{name}: no CUDA device (torch {torch.__version__} sees none); this run needs one")
+    print(
+        f"{name}: torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name(0)}, "
+        f"diffusers {diffusers.__version__}",
+        flush=True,
+    )
+    if diffusers.__version__ != DIFFUSERS:
+        return _fail(
+            f"{name}: the QwenImage fixture case patches diffusers {DIFFUSERS}'s file; installed is {diffusers.__version__}"
+        )
+    return 0
+
+
+def _fail(message: str) -> int:
+    print(message, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The real-scale evidence, once, on a machine with a GPU (issue 22): each group of changes timed at
+# its models' released width on both trees, eager and compiled, and written to gpu-evidence.md.
+#
+#   benchmarks/gpu_scale.sh [--budget SECONDS] [--group NAME]...   # results: $OUT, else docs/
+#
+# Groups, in priority order (benchmarks/gpu_scale.py: GROUPS): QwenImage before diffusers #13406
+# (4 blocks, then the released 60); DIF005 on the SD3 and Sana loops, DIF002 on
+# FlowMatchHeunDiscreteScheduler, DIF001 on Kandinsky 5 and NucleusMoE; DIF003 compile time; the SD3
+# loop compiled. A group that does not fit in what is left of the budget (default 300 s) is skipped
+# and listed; results are written after every group, and a failed case is reported, not fatal.
+#
+# Installs nothing: it needs a Python with torch (CUDA build), diffusers 0.42.1, transformers,
+# libcst, typer and rich already there ($PYTHON, else .venv/bin/python, else python3), and
+# imports this checkout's codemods/, bot/ and tools/ from the source tree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+if [[ -n "${PYTHON:-}" ]]; then :
+elif [[ -x .venv/bin/python ]]; then PYTHON=.venv/bin/python
+else PYTHON=python3
+fi
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+REPORTS=${OUT:-$ROOT/docs}
+mkdir -p "$REPORTS"
+
+"$PYTHON" -m benchmarks.gpu_preflight gpu_scale || exit 2
+
+exec "$PYTHON" -m benchmarks.gpu_scale --out "$REPORTS" "$@"
