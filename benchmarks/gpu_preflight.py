@@ -17,11 +17,12 @@ def main(argv: list[str]) -> int:
     missing = [module for module in NEEDED if importlib.util.find_spec(module) is None]
     if missing:
         return _fail(f"{name}: missing Python packages: {', '.join(missing)} (this script installs nothing)")
-    import diffusers
     import torch
 
     if not torch.cuda.is_available():
         return _fail(f"{name}: no CUDA device (torch {torch.__version__} sees none); this run needs one")
+    import diffusers
+
     print(
         f"{name}: torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name(0)}, "
         f"diffusers {diffusers.__version__}",

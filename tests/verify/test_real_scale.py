@@ -214,3 +214,16 @@ def test_gpu_scale_sh_stops_with_exit_2_on_a_machine_without_cuda() -> None:
         [str(PROJECT / "benchmarks" / "gpu_scale.sh")], env=environment, capture_output=True, text=True, check=False
     )
     assert (done.returncode, "gpu_scale: no CUDA device" in done.stderr) == (2, True)
+
+
+def test_both_trees_run_the_case_in_their_own_workers_and_the_rewrites_ran(tmp_path: Path) -> None:
+    from bot.verify.changes import rewrite_copy
+    from bot.verify.real_scale.run import run_real_scale
+
+    nucleus = "models/transformers/transformer_nucleusmoe_image.py"
+    src = installed_diffusers()
+    changes = rewrite_copy(src, tmp_path / "trees", select=("DIF001",), paths=(src / nucleus,))
+    section = run_real_scale(changes, ["NucleusMoEImageTransformer2DModel"], "cpu", tmp_path / "runs", REDUCED)
+    case = section["cases"][0]
+    assert (section["measured"], case["errors"], case["rewrites_run"] == case["rewrites"][1:]) == (False, {}, True)
+    assert [(m["mode"], m["before"]["units"], m["after"]["units"]) for m in case["modes"]] == [("eager", 4, 4)]
