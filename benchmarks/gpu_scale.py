@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +114,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--reduced", action="store_true", help="toy size, to try the machinery (no figures)")
     parser.add_argument("--group", action="append", choices=[g.name for g in GROUPS], help="only these groups")
+    parser.add_argument(
+        "--run", action="append", metavar="CASE_RUN", help="only these case runs (e.g. QwenImagePipeline), in their groups"
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     scale = REDUCED if args.reduced else Scale()
@@ -122,7 +125,7 @@ def main(argv: list[str]) -> int:
     record: dict[str, Any] = {"command": " ".join(["python -m benchmarks.gpu_scale", *argv]), "groups": []}
     work = Path(tempfile.mkdtemp(prefix="gpu-scale-"))
     try:
-        for group in (g for g in GROUPS if not args.group or g.name in args.group):
+        for group in _selected(args.group, args.run):
             left = args.budget - (time.monotonic() - started)
             if left < group.expected_s and not args.reduced:
                 print(f"gpu_scale: {group.name}: skipped, {left:.0f} s left of the budget", flush=True)
@@ -142,6 +145,14 @@ def main(argv: list[str]) -> int:
     _write(record, args.out)
     print(f"gpu_scale: {args.out / 'gpu-evidence.md'} ({record['seconds']:.0f} s)", flush=True)
     return 0
+
+
+def _selected(groups: list[str] | None, runs: list[str] | None) -> list[Group]:
+    """The groups to run, each keeping only the case runs asked for (a group left with none is dropped)."""
+    chosen = [g for g in GROUPS if not groups or g.name in groups]
+    if runs:
+        chosen = [replace(g, runs=tuple(r for r in g.runs if r in runs)) for g in chosen]
+    return [g for g in chosen if g.runs]
 
 
 def _run_group(group: Group, src: Path, work: Path, device: str, scale: Scale) -> dict[str, Any]:

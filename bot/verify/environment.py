@@ -201,7 +201,12 @@ def _lock(path: Path) -> Iterator[None]:
 
 
 def check_interpreter(python: Path) -> Path:
-    """`python` if it can run the verifier's workers (Python 3.10+ with torch); else a one-line error."""
+    """`python` if it can run the verifier's workers (Python 3.10+ with torch); else a one-line error.
+
+    A bare name (`--python python3`) is looked up on PATH, as a shell would.
+    """
+    if python.parent == Path(".") and not python.is_file():
+        python = Path(shutil.which(str(python)) or python)
     if not python.is_file() or not os.access(python, os.X_OK):
         raise EnvironmentFailed(f"--python {python}: no such interpreter")
     probe = "import sys, torch; print(sys.version_info[0], sys.version_info[1], torch.__version__)"
