@@ -14,7 +14,8 @@ BIN := $(VENV)/bin
 PYPROJECT_HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 STAMP := $(VENV)/.installed-$(PYPROJECT_HASH)
 DEMO_STAMP := $(VENV)/.demo-$(PYPROJECT_HASH)
-# Test processes: one per core (pytest-xdist); PYTEST_WORKERS=0 runs them in one process.
+# Test processes: one per core (pytest-xdist), each test module on one worker (its module fixtures built once);
+# PYTEST_WORKERS=0 runs them in one process.
 PYTEST_WORKERS ?= auto
 
 # On 2 shared cores, two torch threads give 100x latency spikes.
@@ -60,7 +61,7 @@ demo: $(DEMO_STAMP)
 	$(BIN)/codemod run --check --format json demo/src/diffusers | $(BIN)/python -m tools.demo_summary
 
 test: install
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
 
 # TorchFix and Fixit pin libcst/click versions that clash with ours: they get their own venv.
 .venv-bench/bin/fixit:
@@ -84,6 +85,12 @@ browser:
 verify-main: install
 	@test -n "$(CHECKOUT)" || { echo "usage: make verify-main CHECKOUT=path/to/diffusers [VERIFY_ARGS=...]"; exit 2; }
 	$(BIN)/python benchmarks/verify_main.py $(CHECKOUT) --out verify-main -- $(VERIFY_ARGS)
+
+# A release: the version in pyproject.toml, as the annotated tag vX.Y.Z on the release commit (then
+# `git push origin vX.Y.Z`). The pre-commit `rev:`, the bot workflow's CODEMOD_REF and the docs' pip lines name it.
+VERSION = $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+tag:
+	git tag -a v$(VERSION) -m "diffusers-codemod $(VERSION)"
 
 clean:
 	rm -rf $(VENV) .venv-bench demo verify-main .codemod_cache .pytest_cache
