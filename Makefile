@@ -1,32 +1,53 @@
 # Two commands do everything on a fresh machine with Python 3.11:
-#   make demo   set up .venv, then rewrite a copy of the installed diffusers and show the diff and summary
-#   make test   set up .venv, then run the test suite
+#   make demo   set up .venv with what the demo runs, then rewrite a copy of diffusers 0.42.1 and show the diff
+#   make test   set up .venv with everything (torch, the verifier, the bot, the test tools), then run the tests
 PYTHON ?= python3
-# Where torch comes from: empty here (the CPU wheel on disk); CI on GitHub sets the CPU wheel index.
+# torch is pinned to its CPU build. PyPI's Linux wheel is the multi-GB CUDA build, so by default torch comes from
+# PyTorch's CPU index, unless pip already finds a local `+cpu` wheel of the pin without any index (find-links on an
+# offline machine): tools/torch_index.py decides. TORCH_INDEX=URL overrides both.
+TORCH := torch==2.13.0
 TORCH_INDEX ?=
+# The release the demo copies, and the README's and the tests' figures were made on (the dev extra's pin).
+DIFFUSERS := diffusers==0.42.1
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+PYPROJECT_HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(PYPROJECT_HASH)
+DEMO_STAMP := $(VENV)/.demo-$(PYPROJECT_HASH)
+# Test processes: one per core (pytest-xdist), each test module on one worker (its module fixtures built once);
+# PYTEST_WORKERS=0 runs them in one process.
+PYTEST_WORKERS ?= auto
 
 # On 2 shared cores, two torch threads give 100x latency spikes.
 export OMP_NUM_THREADS := 1
 
-.PHONY: install demo test benchmark sweep browser verify-main clean
+.PHONY: install demo test benchmark sweep browser verify-main tag clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# torch first, pinned: the CPU build on disk. An open range would pull a multi-GB CUDA build.
-	$(BIN)/python -m pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+
+# Everything: torch first (its CPU build, see TORCH above), then the project with all its extras.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),$$($(BIN)/python -m tools.torch_index $(TORCH)))
 	$(BIN)/python -m pip install --quiet -e '.[verify,bot,dev]'
-	rm -f $(VENV)/.installed-*
+	rm -f $(VENV)/.installed-* $(VENV)/.demo-*
+	# the full set-up holds everything the demo needs
+	touch $@ $(DEMO_STAMP)
+
+# Only what the demo runs: the static engine (no torch) and the diffusers release whose source it copies
+# (never imported, so without its dependencies).
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet --no-deps $(DIFFUSERS)
+	rm -f $(VENV)/.demo-*
 	touch $@
 
 DIFFUSERS_SRC = $(shell $(BIN)/python -c "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('diffusers').origin).parent)")
 
-demo: install
+demo: $(DEMO_STAMP)
 	rm -rf demo && mkdir -p demo/src
 	cp -r $(DIFFUSERS_SRC) demo/src/diffusers
 	find demo -name __pycache__ -prune -exec rm -rf {} +
@@ -36,11 +57,11 @@ demo: install
 	@echo "--- the diff (demo/fixes.diff, first 60 lines) ---"; head -n 60 demo/fixes.diff
 	@echo "--- applying the fixes to demo/src/diffusers ---"
 	$(BIN)/codemod run --unsafe-fixes demo/src/diffusers > demo/remaining.txt || true
-	@echo "--- findings left (report-only), by rule ---"
-	$(BIN)/codemod run --check --format json demo/src/diffusers | $(BIN)/python -c "import json, sys; print(json.dumps(json.load(sys.stdin)['summary'], indent=2))"
+	@echo "--- findings left after the fixes (a fresh --check), by rule; why each fix was declined: demo/remaining.txt ---"
+	$(BIN)/codemod run --check --format json demo/src/diffusers | $(BIN)/python -m tools.demo_summary
 
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
 
 # TorchFix and Fixit pin libcst/click versions that clash with ours: they get their own venv.
 .venv-bench/bin/fixit:
@@ -64,6 +85,12 @@ browser:
 verify-main: install
 	@test -n "$(CHECKOUT)" || { echo "usage: make verify-main CHECKOUT=path/to/diffusers [VERIFY_ARGS=...]"; exit 2; }
 	$(BIN)/python benchmarks/verify_main.py $(CHECKOUT) --out verify-main -- $(VERIFY_ARGS)
+
+# A release: the version in pyproject.toml, as the annotated tag vX.Y.Z on the release commit (then
+# `git push origin vX.Y.Z`). The pre-commit `rev:`, the bot workflow's CODEMOD_REF and the docs' pip lines name it.
+VERSION = $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+tag:
+	git tag -a v$(VERSION) -m "diffusers-codemod $(VERSION)"
 
 clean:
 	rm -rf $(VENV) .venv-bench demo verify-main .codemod_cache .pytest_cache

@@ -14,7 +14,7 @@ from bot.groups import PACKAGE_DIR, FixGroup
 from bot.pulls import FINGERPRINT_MARKER
 from bot.verification import Verification
 from codemods import __version__
-from codemods.rule_docs import first_paragraph, rule_sections
+from codemods.rule_docs import first_paragraph, pip_requirement, rule_sections
 from codemods.rules import rule_class
 
 
@@ -38,7 +38,7 @@ def reproduce_command(group: FixGroup, base_sha: str, device: str) -> str:
     return "\n".join(
         [
             f"git checkout {base_sha}",
-            f"pip install 'diffusers-codemod[verify]=={__version__}'",
+            shlex.join(["pip", "install", pip_requirement("verify")]),
             shlex.join(["codemod", "run", "--diff", "--unsafe-fixes", f"--select={group.rule}", *files]),
             shlex.join(verify),
         ]

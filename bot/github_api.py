@@ -5,6 +5,10 @@ performed but answered with a 502 would be sent again blindly. `BotRetry` keeps 
 rate limits (403/429 mean "not done", so any method may retry) and of 5xx on reads and
 idempotent writes (GET, PUT, DELETE, PATCH), but hands a POST's 5xx or lost answer back to the
 caller, which looks up what happened before any second attempt (`create_once`).
+
+Every retry is announced (what failed, which retry of how many, how long until it), so a run that
+waits on GitHub says so. A connection that is never accepted (no network, a wrong `--api-url`)
+gets only `connect_retries` tries: waiting minutes on a host that refuses rarely helps.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import github
 import requests
@@ -27,6 +32,7 @@ class ClientSettings:
     """How hard to retry and how politely to space requests (PyGithub's own defaults for spacing)."""
 
     retries: int = 8
+    connect_retries: int = 2  # of the `retries`, those for a connection never accepted
     backoff_factor: float = 2.0  # seconds; doubled each retry
     secondary_rate_wait: float = 60.0  # GitHub asks for at least a minute after a secondary limit
     max_rate_limit_wait: float = 900.0  # wait at most this long for a primary limit to reset, else stop
@@ -37,11 +43,15 @@ class ClientSettings:
 
 
 class BotRetry(GithubRetry):
-    """GithubRetry, except that a POST is never re-sent after a 5xx or a lost response."""
+    """GithubRetry, except that a POST is never re-sent after a 5xx or a lost response; each retry is announced."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, announce: Callable[[str], None] | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("allowed_methods", Retry.DEFAULT_ALLOWED_METHODS | {"GET", "POST", "PATCH"})
+        self.announce = announce
         super().__init__(**kwargs)
+
+    def new(self, **kw: Any) -> BotRetry:
+        return super().new(announce=self.announce, **kw)
 
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
         if method == "POST" and status_code >= 500:
@@ -52,12 +62,32 @@ class BotRetry(GithubRetry):
         error = kwargs.get("error", args[1] if len(args) > 1 else None)
         if method == "POST" and error is not None and self._is_read_error(error):
             raise error  # the request may have been served: the caller reconciles
-        return super().increment(method, url, *args, **kwargs)
+        retry = super().increment(method, url, *args, **kwargs)
+        if self.announce is not None:
+            response = kwargs.get("response", args[0] if args else None)
+            self.announce(self._retry_line(retry, f"{method} {url}", error, response))
+        return retry
+
+    def _retry_line(self, retry: Retry, request: str, error: BaseException | None, response: Any) -> str:
+        """`GET /repos/x/y: cannot connect ([Errno 111] Connection refused); retry 1 of 2 in 0 s`."""
+        if error is not None and retry.connect != self.connect:  # urllib3 counted it as a connection error
+            cause, left = f"cannot connect ({_last_clause(error)})", (retry.total, retry.connect)
+        elif error is not None:
+            cause, left = f"{type(error).__name__} ({_short(error, 120)})", (retry.total,)
+        else:
+            cause, left = f"answered {getattr(response, 'status', '?')}", (retry.total,)
+        done = len(retry.history)
+        limit = done + min(n for n in left if isinstance(n, int))
+        return f"GitHub: {request}: {cause}; retry {done} of {limit} in {retry.get_backoff_time():.0f} s"
 
 
-def connect(api_url: str, token: str | None, settings: ClientSettings) -> github.Github:
+def connect(
+    api_url: str, token: str | None, settings: ClientSettings, announce: Callable[[str], None] | None = None
+) -> github.Github:
     retry = BotRetry(
+        announce=announce,
         total=settings.retries,
+        connect=settings.connect_retries,
         backoff_factor=settings.backoff_factor,
         secondary_rate_wait=settings.secondary_rate_wait,
         max_rate_limit_wait=settings.max_rate_limit_wait,
@@ -81,6 +111,9 @@ def unavailable_reason(error: BaseException) -> str | None:
     """Why `error` means "stop talking to GitHub for now", or None if it is about one request only."""
     if isinstance(error, requests.exceptions.RetryError):
         return f"GitHub kept failing after retries ({_short(error)})"
+    if isinstance(error, requests.exceptions.ConnectionError) and error.request is not None:
+        host = urlsplit(error.request.url).netloc
+        return f"cannot reach GitHub at {host} ({_last_clause(error)}): check the network and --api-url"
     if isinstance(error, requests.exceptions.RequestException):
         return f"cannot reach GitHub ({type(error).__name__}: {_short(error)})"
     if isinstance(error, github.RateLimitExceededException):
@@ -151,6 +184,15 @@ def _message(error: github.GithubException) -> str:
         e.get("message") or f"{e.get('field')} {e.get('code')}" for e in data.get("errors", []) if isinstance(e, dict)
     ]
     return "; ".join([str(data.get("message") or error.status), *details])
+
+
+def _last_clause(error: BaseException) -> str:
+    """What requests' and urllib3's nested connection errors come down to: `[Errno 111] Connection refused`."""
+    while True:
+        inner = getattr(error, "reason", None) or next((a for a in error.args if isinstance(a, BaseException)), None)
+        if not isinstance(inner, BaseException):
+            return str(error).rsplit(": ", 1)[-1]
+        error = inner
 
 
 def _short(error: BaseException, limit: int = 300) -> str:

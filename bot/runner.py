@@ -69,7 +69,7 @@ class Session:
     @cached_property
     def pulls(self) -> PullRequests:
         options = self.options
-        gh = connect(options.api_url, options.token, options.client)
+        gh = connect(options.api_url, options.token, options.client, options.log)
         repo = gh.get_repo(options.repo)
         login = options.login or gh.get_user().login
         return PullRequests(gh, repo, login, options.dry_run)

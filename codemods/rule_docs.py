@@ -1,7 +1,8 @@
 """A rule's documentation as users meet it: `codemod explain`, the SARIF help, the dashboard's one line and link.
 
 The rule class's docstring is the documentation; this module only formats it and says where it
-lives online (the rule's module in the tool's repository, at the released version's tag).
+lives online (the rule's module in the tool's repository, at the released version's tag), and how
+pip installs that version.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ def explain_text(code: str) -> str:
     """What `codemod explain CODE` prints: name, summary, fix safety, then the full documentation."""
     rule = rule_class(code)
     return f"# {rule.code} {rule.name}\n\n{rule.summary}\n\nFix: {rule.fix_safety.value}\n\n{rule.documentation()}\n"
+
+
+def pip_requirement(extras: str) -> str:
+    """pip's requirement for this version of the tool: its git repository at the release tag (it is not on PyPI)."""
+    return f"diffusers-codemod[{extras}] @ git+{TOOL_URL}@v{__version__}"
 
 
 def docs_url(code: str) -> str:

@@ -12,6 +12,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from github_double import github_double_fixture  # noqa: E402,F401  (the `github_double` fixture)
 from main_like import main_like_fixture  # noqa: E402,F401  (the `main_like` fixture)
+from shared_session import build_once  # noqa: E402
 
 from codemods.engine import Mode, RunOptions, RunResult, run  # noqa: E402
 from codemods.project import installed_diffusers  # noqa: E402
@@ -49,13 +50,19 @@ def copy_installed_diffusers(destination: Path) -> Path:
     return destination
 
 
-@pytest.fixture(scope="session")
-def diffusers_trees(tmp_path_factory: pytest.TempPathFactory) -> DiffusersTrees:
-    original = copy_installed_diffusers(tmp_path_factory.mktemp("original"))
-    checkout = write_checkout_config(tmp_path_factory.mktemp("checkout"))
+def build_diffusers_trees(directory: Path) -> DiffusersTrees:
+    original = copy_installed_diffusers(directory / "original")
+    (directory / "checkout").mkdir()
+    checkout = write_checkout_config(directory / "checkout")
     rewritten = copy_installed_diffusers(checkout / "src")
     result = run(RunOptions(paths=(rewritten / "diffusers",), mode=Mode.WRITE, unsafe_fixes=True))
     return DiffusersTrees(original, rewritten, result)
+
+
+@pytest.fixture(scope="session")
+def diffusers_trees(tmp_path_factory: pytest.TempPathFactory) -> DiffusersTrees:
+    """Built once per test run, shared by all xdist workers: tests read these trees and never change them."""
+    return build_once(tmp_path_factory, "diffusers-trees", build_diffusers_trees)
 
 
 def run_python_in_tree(tree: Path, code: str, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from shared_session import build_once
 
 from bot.verify.environment import TorchSource, environment_for
 from codemods.project import installed_diffusers
@@ -228,17 +229,23 @@ class MainLike:
     progress: list[str]  # what the build said
 
 
-@pytest.fixture(scope="session", name="main_like")
-def main_like_fixture(tmp_path_factory: pytest.TempPathFactory) -> MainLike:
-    """The checkout and its environment, built once per session the way the tool builds it.
+def build_main_like(directory: Path) -> MainLike:
+    """The checkout and its environment, built the way the tool builds it.
 
     Layered on this project's interpreter (`base`), so only what the checkout pins differently
     (huggingface-hub 1.x, httpx) is installed: seconds, not the minutes of a full build.
     """
-    checkout = write_checkout(tmp_path_factory.mktemp("main-like") / "checkout")
-    cache, progress = tmp_path_factory.mktemp("envs"), []
+    checkout = write_checkout(directory / "checkout")
+    cache, progress = directory / "envs", []
+    cache.mkdir()
     python = environment_for(checkout, TorchSource(), cache=cache, base=Path(sys.executable), progress=progress.append)
     return MainLike(checkout, python, cache, progress)
+
+
+@pytest.fixture(scope="session", name="main_like")
+def main_like_fixture(tmp_path_factory: pytest.TempPathFactory) -> MainLike:
+    """Built once per test run, shared by all xdist workers (tests/shared_session.py)."""
+    return build_once(tmp_path_factory, "main-like", build_main_like)
 
 
 def push_checkout(bare_repo: Path, checkout: Path, work: Path) -> None:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from bot_harness import PULLS, FakeVerifier, options_fixture, reject_pushes_to, remote_fixture, remote_refs  # noqa: F401  (fixtures)
 from diffusers_tree import EXPECTED_GROUPS
@@ -156,3 +161,28 @@ def test_branch_moved_since_the_fetch_is_not_overwritten(remote: GitHubDouble, o
     assert summary.groups[1].outcome is Outcome.FAILED
     assert summary.groups[1].reason == "push rejected: [rejected] (stale info)"
     assert KANDINSKY_BRANCH not in heads(remote)
+
+
+def test_unreachable_github_is_said_at_each_retry_and_ends_the_run_in_seconds(tmp_path: Path) -> None:
+    # A bound socket that never listens: every connection to it is refused, and no other test can take the port.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        api = "http://127.0.0.1:%d" % closed.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+        command = [sys.executable, "-m", "codemods", "bot", "run", "--repo", "you/diffusers", "--dry-run"]
+        # The real client settings (2 connection retries): the subprocess's timeout is the bound.
+        done = subprocess.run(
+            [*command, "--api-url", api, "--workdir", str(tmp_path / "work")],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+
+    host = api.removeprefix("http://")
+    refused = "GET /repos/you/diffusers: cannot connect ([Errno 111] Connection refused)"
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"codemod bot: GitHub: {refused}; retry 1 of 2 in 0 s",
+        f"codemod bot: GitHub: {refused}; retry 2 of 2 in 4 s",
+    ]
+    assert done.stdout.splitlines()[-1] == (
+        f"stopped early: cannot reach GitHub at {host} ([Errno 111] Connection refused): check the network and --api-url"
+    )

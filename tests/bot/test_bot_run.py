@@ -40,6 +40,8 @@ def test_first_run_opens_one_pr_per_group_with_the_verifiers_table(remote: GitHu
     assert kandinsky.title == "[DIF004] output-attribute-access in pipelines/kandinsky"
     assert "| `pipeline_kandinsky` | verified | 3 | 0 | 0.0 |" in kandinsky.body
     assert f"| `{KANDINSKY}` | 14 |" in kandinsky.body
+    # The tool is not on PyPI: the reproduce block installs it from git at this version's tag.
+    assert "pip install 'diffusers-codemod[verify] @ git+https://github.com/diffusers-codemod/diffusers-codemod@v0.1.0'\n" in kandinsky.body
     assert f"codemod run --diff --unsafe-fixes --select=DIF004 {KANDINSKY}\n" in kandinsky.body
     assert f"codemod verify src/diffusers --select=DIF004 --path={KANDINSKY} --device=emu\n" in kandinsky.body
     assert (

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
 import yaml
 
+from codemods import __version__
 from codemods.cli import app
+from codemods.rule_docs import TOOL_URL
 
-WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = ROOT / ".github" / "workflows"
+SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
 def load(name: str) -> dict:
@@ -61,21 +67,78 @@ def test_only_the_publish_job_may_write_and_only_it_sees_the_bot_token() -> None
         assert uses_secret == (name == "publish"), name
 
 
-def test_verification_runs_on_the_gpu_runner_with_cuda() -> None:
-    verify = load("bot.yml")["jobs"]["verify"]
+def test_verification_runs_on_the_gpu_runner_with_cuda_by_default() -> None:
+    workflow = load("bot.yml")
 
-    assert verify["runs-on"] == ["self-hosted", "gpu"]
-    assert verify["needs"] == "plan"
-    assert "--device cuda" in _commands(verify)[0]
+    for name in ("verify", "census"):
+        job = workflow["jobs"][name]
+        assert evaluate(job["runs-on"]) == ["self-hosted", "gpu"], name
+        assert render(job["env"]["TORCH_INDEX_URL"]) == "https://download.pytorch.org/whl/cu128", name
+        assert '--device "$DEVICE"' in _commands(job)[0], name
+    assert render(workflow["env"]["DEVICE"]) == "cuda"
+    assert workflow["jobs"]["verify"]["needs"] == "plan"
 
 
-def test_the_gpu_job_builds_the_targets_environment_with_torch_from_the_cuda_index() -> None:
+@pytest.mark.parametrize(
+    ("variables", "inputs"), [({"CODEMOD_DEVICE": "emu"}, {}), ({}, {"device": "emu"})], ids=["variable", "input"]
+)
+def test_the_cpu_only_setting_verifies_on_a_hosted_runner_with_the_emulated_device(
+    variables: dict[str, str], inputs: dict[str, str]
+) -> None:
+    workflow = load("bot.yml")
+    device = render(workflow["env"]["DEVICE"], variables, inputs)
+
+    assert device == "emu"
+    for name in ("verify", "census"):
+        job = workflow["jobs"][name]
+        setup_python = next(step for step in job["steps"] if step.get("uses", "").startswith("actions/setup-python@"))
+        assert evaluate(job["runs-on"], variables, inputs) == "ubuntu-latest", name
+        assert render(job["env"]["TORCH_INDEX_URL"], variables, inputs) == "https://download.pytorch.org/whl/cpu"
+        assert evaluate(setup_python["if"], env={"DEVICE": device}) is True, name
+
+
+def test_the_gpu_job_builds_the_targets_environment_with_torch_from_the_index_variable() -> None:
     verify = load("bot.yml")["jobs"]["verify"]
     step = next(step for step in verify["steps"] if "codemod bot verify-group" in step.get("run", ""))
+    index = render(verify["env"]["TORCH_INDEX_URL"], {"TORCH_INDEX_URL": "https://example.com/whl/cu130"})
 
     assert '--torch-index "$TORCH_INDEX_URL"' in _commands(verify)[0]
-    assert "cu128" in step["env"]["TORCH_INDEX_URL"]
+    assert index == "https://example.com/whl/cu130"
     assert step["env"]["CODEMOD_ENV_CACHE"].startswith("${{ runner.tool_cache }}")
+
+
+def test_no_job_installs_the_repository_it_runs_in() -> None:
+    jobs = load("bot.yml")["jobs"]
+
+    for name, job in jobs.items():
+        installs = [line for step in job["steps"] for line in step.get("run", "").splitlines() if "pip install" in line]
+        tool = [line for line in installs if "diffusers-codemod" in line]
+        assert not any(step.get("uses", "").startswith("actions/checkout@") for step in job["steps"]), name
+        assert tool and all(re.search(r'"diffusers-codemod\[[a-z,]+\] @ \$CODEMOD_GIT"$', line) for line in tool), name
+        assert not any(" -e " in line for line in installs), name
+
+
+def test_the_tool_is_installed_from_its_release_tag_by_default() -> None:
+    workflow = load("bot.yml")
+
+    assert render(workflow["env"]["CODEMOD_GIT"]) == f"git+{TOOL_URL}@v{__version__}"
+
+
+def test_a_fork_pins_the_tool_by_commit_and_a_manual_run_may_name_another_ref() -> None:
+    git = load("bot.yml")["env"]["CODEMOD_GIT"]
+    variables = {"CODEMOD_SOURCE": "https://github.com/you/diffusers-codemod", "CODEMOD_REF": SHA}
+
+    assert render(git, variables) == f"git+https://github.com/you/diffusers-codemod@{SHA}"
+    assert render(git, variables, {"codemod-ref": "v9.9.9"}) == "git+https://github.com/you/diffusers-codemod@v9.9.9"
+
+
+def test_the_docs_job_table_lists_the_workflows_jobs_in_order() -> None:
+    docs = (ROOT / "docs" / "bot.md").read_text()
+    table = docs[docs.index("| job | runner |") :].split("\n\n")[0]
+
+    names = [row.split("|")[1].strip().strip("`") for row in table.splitlines()[2:]]
+
+    assert names == list(load("bot.yml")["jobs"])
 
 
 def test_every_bot_command_in_the_workflow_exists_with_those_options() -> None:
@@ -101,3 +164,19 @@ def _commands(job: dict) -> list[str]:
             if "codemod bot " in line:
                 found.append(line[line.index("codemod bot ") :].split(" | ")[0])
     return found
+
+
+def evaluate(expression: str, variables: dict[str, str] | None = None, inputs: dict[str, str] | None = None,
+             env: dict[str, str] | None = None) -> Any:  # fmt: skip
+    """A GitHub Actions expression (`${{ }}` optional) of the subset the workflow uses, as GitHub evaluates it:
+    `||`/`&&` give the first falsy/truthy operand, unset variables and inputs are null (empty for inputs)."""
+    body = expression.strip().removeprefix("${{").removesuffix("}}")
+    python = re.sub(r"\b(vars|inputs|env)\.([\w-]+)", lambda m: f"{m[1]}.get({m[2]!r})", body)
+    python = python.replace("||", " or ").replace("&&", " and ").replace("fromJSON", "json.loads")
+    context = {"vars": variables or {}, "inputs": {"device": "", "codemod-ref": "", **(inputs or {})}, "env": env or {}}
+    return eval(python, {"json": json, **context})  # noqa: S307  (our own workflow's expressions)
+
+
+def render(text: str, variables: dict[str, str] | None = None, inputs: dict[str, str] | None = None) -> str:
+    """A value with `${{ }}` expressions in it, each replaced by its value."""
+    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: str(evaluate(m[1], variables, inputs)), text)

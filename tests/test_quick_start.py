@@ -1,0 +1,115 @@
+"""The quick start: what `make demo` installs and prints, and where `make` gets torch's CPU build."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tools.demo_summary import summary_table
+from tools.torch_index import CPU_INDEX
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_dry_run(target: str, tmp_path: Path) -> list[str]:
+    """The commands `make -n TARGET` would run on a fresh clone (no .venv yet)."""
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    done = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True, check=True)
+    return done.stdout.splitlines()
+
+
+def finding(code: str, fix_safety: str = "none", reason: str | None = None) -> dict:
+    return {"code": code, "fix_safety": fix_safety, "not_fixed_reason": reason}
+
+
+def test_the_demo_installs_the_engine_and_the_diffusers_release_only(tmp_path: Path) -> None:
+    installs = [line for line in make_dry_run("demo", tmp_path) if "pip install" in line]
+
+    assert installs == [
+        ".venv/bin/python -m pip install --quiet --upgrade pip",
+        ".venv/bin/python -m pip install --quiet -e .",
+        ".venv/bin/python -m pip install --quiet --no-deps diffusers==0.42.1",
+    ]
+
+
+def test_the_makefile_pins_torch_and_diffusers_as_pyproject_does() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    makefile = (ROOT / "Makefile").read_text()
+
+    assert re.search(r"^TORCH := (.+)$", makefile, re.MULTILINE)[1] in extras["verify"]
+    assert re.search(r"^DIFFUSERS := (.+)$", makefile, re.MULTILINE)[1] in extras["dev"]
+
+
+def test_the_demo_summary_says_why_each_remaining_finding_is_left() -> None:
+    report = {
+        "findings": [
+            finding("DIF007"),
+            finding("DIF007"),
+            finding("DIF004", reason="the callee takes **kwargs"),
+            finding("DIF006"),
+            finding("DIF001", fix_safety="unsafe"),
+        ]
+    }
+
+    assert summary_table(report) == (
+        "rule    left  report only  fix declined  fixable\n"
+        "DIF001     1            0             0        1\n"
+        "DIF004     1            0             1        0\n"
+        "DIF006     1            1             0        0\n"
+        "DIF007     2            2             0        0\n"
+        "total      5            3             1        1\n"
+    )
+
+
+def fake_wheel(directory: Path, version: str) -> None:
+    """A wheel named torch at `version`: enough for pip to resolve it from a find-links directory."""
+    directory.mkdir(exist_ok=True)
+    info = f"torch-{version}.dist-info"
+    with zipfile.ZipFile(directory / f"torch-{version}-py3-none-any.whl", "w") as wheel:
+        wheel.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n")
+        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(f"{info}/RECORD", "")
+
+
+def torch_index(find_links: Path | None) -> str:
+    # No pip configuration but the find-links directory under test (this machine's own config has one).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {"PIP_CONFIG_FILE": os.devnull}
+    env |= {"PIP_FIND_LINKS": str(find_links)} if find_links else {}
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.torch_index", "torch==2.13.0"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_torch_comes_from_a_local_cpu_wheel_without_any_index(tmp_path: Path) -> None:
+    fake_wheel(tmp_path / "wheels", "2.13.0+cpu")
+
+    assert torch_index(tmp_path / "wheels") == ""
+
+
+@pytest.mark.parametrize("local", ["2.13.0", None], ids=["a local CUDA build", "no local wheel"])
+def test_torch_comes_from_the_cpu_index_otherwise(tmp_path: Path, local: str | None) -> None:
+    if local:
+        fake_wheel(tmp_path / "wheels", local)
+
+    assert torch_index(tmp_path / "wheels" if local else None) == f"--index-url {CPU_INDEX}"
+
+
+def test_the_full_set_up_installs_torch_before_the_project_with_all_extras(tmp_path: Path) -> None:
+    installs = [line for line in make_dry_run("install", tmp_path) if "pip install" in line]
+
+    assert installs[1:] == [
+        ".venv/bin/python -m pip install --quiet torch==2.13.0 $(.venv/bin/python -m tools.torch_index torch==2.13.0)",
+        ".venv/bin/python -m pip install --quiet -e '.[verify,bot,dev]'",
+    ]
