@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -41,10 +40,6 @@ def _codes(values: list[str] | None) -> tuple[str, ...] | None:
     return tuple(code.strip() for value in values for code in value.split(",") if code.strip())
 
 
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("CODEMOD_CACHE_DIR", ".codemod_cache"))
-
-
 @app.command(epilog=EXIT_CODES)
 def run(
     paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Files and directories (recursing into *.py).")],
@@ -60,6 +55,7 @@ def run(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the scan cache.")] = False,
 ) -> None:
     """Apply safe fixes in place (default), or show them (--diff), or only report (--check)."""
+    from codemods.cache import cache_directory
     from codemods.engine import Mode, RunOptions
     from codemods.engine import run as run_engine
 
@@ -75,7 +71,7 @@ def run(
         select=_codes(select),
         ignore=_codes(ignore),
         jobs=jobs,
-        cache_dir=None if no_cache else default_cache_dir(),
+        cache_dir=None if no_cache else cache_directory(map(Path, paths)),
     )
     with _progress(enabled=output_format is OutputFormat.text) as progress:
         result = run_engine(options, progress)

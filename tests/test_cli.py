@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import pytest
+from cli_runner import codemod
 
 from tools.fixture_cases import find_case
 
 CASE = find_case("DIF004/adapter_denoising_loop")
 PIPELINE = CASE.input_text()
-
-
-def codemod(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CODEMOD_CACHE_DIR": str(cwd / ".cache")}
-    return subprocess.run([sys.executable, "-m", "codemods", *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
 @pytest.fixture

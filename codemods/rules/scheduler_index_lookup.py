@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codemods.analysis.first_step import iterated_schedule, step_blocker
@@ -160,19 +161,16 @@ class SchedulerIndexLookup(Rule):
         if not lookups:
             return None  # nothing looks an index up, or every lookup stays whatever the begin index (DIF007)
         blockers = {e: b for e, b in finding.extra["blockers"].items() if e in lookups}
-        finding.message = _message(lookups, blockers)
+        message = _message(lookups, blockers)
         calls = finding.fix and finding.fix.edits[0].param("calls")
         kept = tuple((e, nullable, e not in unguarded) for e, nullable, _ in calls or () if e in lookups)
-        if kept:
-            (edit,) = finding.fix.edits  # type: ignore[union-attr]
-            new_edit = Edit(edit.target, edit.op, (("calls", kept),), inserts=True)
-            names = " and ".join(f"`{e}`" for e, _, _ in kept)
-            finding.fix = Fix(finding.fix.safety, f"set the begin index of {names} before the loop", (new_edit,))  # type: ignore[union-attr]
-            finding.not_fixed_reason = None
-        else:
-            finding.fix = None
-            finding.not_fixed_reason = next(b for b in blockers.values() if b)
-        return finding
+        if not kept:
+            return replace(finding, message=message, fix=None, not_fixed_reason=next(b for b in blockers.values() if b))
+        (edit,) = finding.fix.edits  # type: ignore[union-attr]
+        new_edit = Edit(edit.target, edit.op, (("calls", kept),), inserts=True)
+        names = " and ".join(f"`{e}`" for e, _, _ in kept)
+        fix = Fix(finding.fix.safety, f"set the begin index of {names} before the loop", (new_edit,))  # type: ignore[union-attr]
+        return replace(finding, message=message, fix=fix, not_fixed_reason=None)
 
     def edit_set_begin_index(self, node: libcst.BaseStatement, calls: tuple) -> libcst.FlattenSentinel:
         statements = []

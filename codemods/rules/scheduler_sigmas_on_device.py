@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codemods.analysis.class_places import ClassPlaces, class_places
@@ -204,10 +205,8 @@ class SchedulerSigmasOnDevice(Rule):
             return finding
         blocker, checked = consumers_verdict(finding.requires[0][1], finding.path, index, self.code)
         if blocker is not None:
-            finding.not_fixed_reason, finding.fix = blocker, None
-        else:
-            finding.message += checked
-        return finding
+            return replace(finding, not_fixed_reason=blocker, fix=None)
+        return replace(finding, message=finding.message + checked)
 
     def edit_keep_sigmas_on_cpu(self, node: libcst.BaseStatement) -> libcst.FlattenSentinel:
         return cst.FlattenSentinel([node, cst.parse_statement(_MOVE)])
