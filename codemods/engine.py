@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING
 from codemods.cache import ScanCache, digest
 from codemods.config import Config, find_pyproject, load_config
 from codemods.discovery import DEPRECATED_REASON, discover, is_deprecated_pipeline
-from codemods.errors import RunAborted
+from codemods.errors import RunAborted, UsageError
 from codemods.facts import FileFacts
 from codemods.files import SourceText, WriteRefused, write_atomically
 from codemods.findings import FileError, Finding, FixSafety
+from codemods.line_map import as_written
 from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
@@ -77,9 +78,15 @@ class RunResult:
     skipped: list[Finding] = field(default_factory=list)
     formatter: GateReport | None = None  # the target's pinned formatter as a gate on our hunks (None: none pinned)
     scan_stats: ScanStats = field(default_factory=ScanStats)
+    # After a write: the findings not fixed, at their lines in the files as written (see `remaining`).
+    left_as_written: list[Finding] | None = None
 
     @property
     def remaining(self) -> list[Finding]:
+        """The findings not fixed. After a write they point into the files as written; `findings` keeps
+        every finding at its line in the input (a fixed one's line is where the fix went)."""
+        if self.left_as_written is not None:
+            return self.left_as_written
         return [f for f in self.findings if not f.fixed]
 
     def exit_code(self) -> int:
@@ -121,10 +128,14 @@ class RunResult:
 
 def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
     config = load_config(find_pyproject(options.paths))
-    rules = select_rules(
-        options.select if options.select is not None else config.select,
-        options.ignore if options.ignore is not None else config.ignore,
-    )
+    select = options.select if options.select is not None else config.select
+    ignore = options.ignore if options.ignore is not None else config.ignore
+    rules = select_rules(select, ignore)
+    if not rules:  # `--select ''`, or `--select X --ignore X`: a run that checks nothing must not pass
+        raise UsageError(
+            f"the rule selection is empty (select: {(','.join(select) or 'none') if select is not None else 'all'}; "
+            f"ignore: {','.join(ignore) or 'none'}): name at least one rule that `codemod rules` lists"
+        )
     check_opt_ins(config.opt_in)
     base = config.pyproject.parent if config.pyproject else Path.cwd()
     files = discover(options.paths, config.exclude, base)
@@ -173,8 +184,8 @@ class _Run:
 
     def execute(self) -> RunResult:
         result = RunResult(self.options.mode, self.rules, len(self.files), scan_stats=self.stats)
-        digests, unreadable = self.digest_files()
-        scans = {**unreadable, **self.scan_files({path: (key, None) for path, key in digests.items()}, "scan")}
+        digests, unreadable_scans = self.digest_files()
+        scans = {**unreadable_scans, **self.scan_files({path: (key, None) for path, key in digests.items()}, "scan")}
         scans = {path: scans[path] for path in self.files}  # in path order, however they were computed
         loose = [Path(path) for path, root in self.roots.items() if root is None]
         index = ProjectIndex(
@@ -195,9 +206,12 @@ class _Run:
             result.formatter = fixer.gate_report()
             if self.options.mode is Mode.WRITE:
                 self.write(result.changes, errors)
+                result.left_as_written = as_written([f for f in result.findings if not f.fixed], result.changes)
         self.cache.save(self.used_cache_keys)
         result.errors = sorted(errors.values(), key=lambda e: e.path)
         result.findings.sort(key=Finding.sort_key)
+        if result.left_as_written is not None:
+            result.left_as_written.sort(key=Finding.sort_key)
         return result
 
     def keep_changeable(self, result: RunResult, findings: list[Finding]) -> None:

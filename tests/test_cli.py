@@ -96,8 +96,8 @@ def test_a_bad_file_is_one_error_line_exit_2_and_untouched(tmp_path: Path, name:
     good.write_text(PIPELINE)
     result = codemod("run", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 2
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and message in errors[0]
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and errors[0].startswith("codemod: error: ") and message in errors[0]
     assert bad.read_bytes() == content
     assert "Traceback" not in result.stderr
     assert good.read_text() != PIPELINE  # the other files still get their fixes

@@ -94,7 +94,7 @@ class HostSyncInHotPath(Rule):
     code = "DIF007"
     name = "host-sync-in-hot-path"
     summary = "host waits for the device (`.item()`, `if t < x`, `nonzero`...) in a denoising loop or forward"
-    fix_safety = FixSafety.NONE
+    fix_safeties = ()
     trigger = re.compile(
         r"\.(?:item|tolist|numpy|cpu|nonzero|unique)\(|\bif\b|\bwhile\b|\bassert\b|\b(?:int|float|bool|min|max)\("
         r"|torch\.(?:nonzero|argwhere|unique|masked_select|equal|allclose|where)\(|\.to\([^)]*cpu|mask\w*\s*\]"

@@ -90,7 +90,7 @@ class MissingRepeatedBlocks(Rule):
     code = "DIF003"
     name = "missing-repeated-blocks"
     summary = "a model stacks blocks but defines no `_repeated_blocks`; regional compilation cannot find them"
-    fix_safety = FixSafety.SAFE
+    fix_safeties = (FixSafety.SAFE,)
     trigger = re.compile(r"ModuleList\(")
     # Pipelines (what runs per step) and the graph of what models build, for findings in other files.
     facts_trigger = re.compile(r"ModuleList\(|register_modules\(")

@@ -106,7 +106,7 @@ class SchedulerIndexLookup(Rule):
     code = "DIF005"
     name = "scheduler-index-lookup"
     summary = "first `scheduler.step()` looks up its index with `nonzero().item()`; call `set_begin_index(0)`"
-    fix_safety = FixSafety.UNSAFE
+    fix_safeties = (FixSafety.UNSAFE,)
     trigger = STEP_CALL
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
@@ -137,7 +137,7 @@ class SchedulerIndexLookup(Rule):
         fix = None
         if calls and anchor is not None:
             edit = Edit(source.statement_ref(anchor), "set_begin_index", (("calls", calls),), inserts=True)
-            fix = Fix(self.fix_safety, "set the begin index before the loop", (edit,))
+            fix = self.fix("set the begin index before the loop", edit)
         return self.finding(
             source,
             schedulers[0].steps[0],
