@@ -48,6 +48,7 @@ def _options(
         bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
+    # No docstring: typer would show it in place of the app's help. `--version` acts in its eager callback.
     pass
 
 
