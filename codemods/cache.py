@@ -1,12 +1,15 @@
-"""What a run can reuse from the last one, keyed by tool version, rule selection and tree facts.
+"""What a run can reuse from earlier ones, keyed by the tool's own source and the trees' facts.
+
+Only per-file results are kept, never anything that depends on the run's mode, on fixing or on
+other files: each file's `FileScan` (its facts, and each rule's findings kept apart, so a new
+`--select`/`--ignore` reuses every rule it shares with earlier runs), and the text a set of fixes
+makes of a file. Cross-file resolution runs again on every run, on immutable findings.
 
 Two files per key in the cache directory (which carries a `.gitignore`, like ruff's):
 - `index-*.pickle`, small, always read: each file's content digest by (size, mtime_ns), so an
-  unchanged file is neither read nor hashed (git's index does the same), and the resolved
-  findings of recent whole-tree runs, by the digests of all their files;
-- `scan-*.pickle`, large, read only when a file must be scanned: each file's scan (facts and
-  unresolved findings) by path + content digest.
-A warm run over an unchanged tree therefore stats the files, reads one small pickle and prints.
+  unchanged file is neither read nor hashed (git's index does the same);
+- `scan-*.pickle`: each file's scan by path + content digest, and the applied fixes.
+The directory is `.codemod_cache/` at the project root of the paths run on (see `cache_directory`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from codemods import __version__
 
 # Entries from other runs kept beside this run's, so switching between two trees stays warm.
 _MAX_SCANS = 20_000
-_MAX_RUNS = 4
+CACHE_DIRECTORY_NAME = ".codemod_cache"
+_PROJECT_MARKERS = ("pyproject.toml", ".git")
 _UNREADABLE = (OSError, EOFError, ValueError, pickle.UnpicklingError, AttributeError, ImportError, TypeError)
 
 
@@ -43,8 +47,21 @@ def tool_digest() -> str:
     return hasher.hexdigest()
 
 
-def run_key(digests: Iterable[tuple[str, str]]) -> str:
-    return hashlib.blake2b(repr(sorted(digests)).encode(), digest_size=16).hexdigest()
+def project_root(paths: Iterable[Path]) -> Path:
+    """The nearest directory above the first path holding a pyproject.toml or a .git (the current one if none)."""
+    for path in paths:
+        directory = path.resolve() if path.is_dir() else path.resolve().parent
+        for candidate in (directory, *directory.parents):
+            if any((candidate / marker).exists() for marker in _PROJECT_MARKERS):
+                return candidate
+        break
+    return Path.cwd()
+
+
+def cache_directory(paths: Iterable[Path]) -> Path:
+    """`$CODEMOD_CACHE_DIR`, else `.codemod_cache/` at the project root of `paths` (as ruff places its cache)."""
+    override = os.environ.get("CODEMOD_CACHE_DIR")
+    return Path(override) if override else project_root(paths) / CACHE_DIRECTORY_NAME
 
 
 class ScanCache:
@@ -54,10 +71,9 @@ class ScanCache:
         self._index_path = directory / f"index-{name}.pickle" if directory else None
         self._scans_path = directory / f"scan-{name}.pickle" if directory else None
         self._stats: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime_ns, content digest)
-        self._runs: dict[str, Any] = {}  # run key -> resolved result
         self._dirty: set[str] = set()
         if self._index_path is not None:
-            self._stats, self._runs = _load(self._index_path, ({}, {}))
+            self._stats = _load(self._index_path, {})
 
     @cached_property
     def _scans(self) -> dict[str, Any]:
@@ -82,13 +98,6 @@ class ScanCache:
         self._scans[key] = value
         self._dirty.add("scans")
 
-    def run_result(self, key: str) -> Any | None:
-        return self._runs.get(key)
-
-    def put_run_result(self, key: str, value: Any) -> None:
-        self._runs = {key: value, **{k: v for k, v in list(self._runs.items())[: _MAX_RUNS - 1] if k != key}}
-        self._dirty.add("index")
-
     def save(self, keep: set[str]) -> None:
         if self._directory is None or not self._dirty:
             return
@@ -105,7 +114,7 @@ class ScanCache:
                     scans.setdefault(k, v)
                 _dump(self._scans_path, scans)
             if "index" in self._dirty:
-                _dump(self._index_path, (dict(list(self._stats.items())[-_MAX_SCANS:]), self._runs))
+                _dump(self._index_path, dict(list(self._stats.items())[-_MAX_SCANS:]))
         except OSError:
             pass  # a read-only checkout still gets its findings, only slower next time
         self._dirty.clear()

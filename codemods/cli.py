@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -15,6 +14,8 @@ from codemods.config import ConfigError
 from codemods.errors import RunAborted, UsageError
 from codemods.tree_paths import inside_tree
 
+# The one prefix of every error line, whether the run stopped (exit 2) or one file could not be handled.
+ERROR_PREFIX = "codemod: error: "
 EXIT_CODES = """\
 Exit codes: 0 nothing left to report; 1 findings remain (with --diff/--check: there would be
 changes/findings); 2 an error (bad arguments, a file that cannot be read or parsed, a rule that
@@ -29,6 +30,29 @@ app = typer.Typer(
 )
 
 
+def _show_version(wanted: bool) -> None:
+    if not wanted:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("diffusers-codemod")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        from codemods import __version__ as installed
+    print(f"codemod {installed}")
+    raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    # No docstring: typer would show it in place of the app's help. `--version` acts in its eager callback.
+    pass
+
+
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
@@ -40,10 +64,6 @@ def _codes(values: list[str] | None) -> tuple[str, ...] | None:
     if values is None:
         return None
     return tuple(code.strip() for value in values for code in value.split(",") if code.strip())
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("CODEMOD_CACHE_DIR", ".codemod_cache"))
 
 
 @app.command(epilog=EXIT_CODES)
@@ -67,6 +87,7 @@ def run(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the scan cache.")] = False,
 ) -> None:
     """Apply safe fixes in place (default), or show them (--diff), or only report (--check)."""
+    from codemods.cache import cache_directory
     from codemods.engine import Mode, RunOptions
     from codemods.engine import run as run_engine
 
@@ -86,7 +107,7 @@ def run(
         select=_codes(select),
         ignore=_codes(ignore),
         jobs=jobs,
-        cache_dir=None if no_cache else default_cache_dir(),
+        cache_dir=None if no_cache else cache_directory(map(Path, paths)),
     )
     with _progress(enabled=output_format is OutputFormat.text) as progress:
         result = run_engine(options, progress)
@@ -108,15 +129,16 @@ def _print_result(result, output_format: OutputFormat) -> None:
     else:
         from codemods.engine import Mode
 
+        # With --diff, stdout is the patch alone (`> fixes.patch`); what the run found goes to stderr.
+        findings_stream = sys.stdout
         if result.mode is Mode.DIFF:
             sys.stdout.write(report.unified_diff(result))
+            findings_stream = sys.stderr
         for line in report.text_lines(result):
-            print(line)
+            print(line, file=findings_stream)
         for error in result.errors:
-            print(
-                f"error: {report.display_path(error.path)}{f':{error.line}' if error.line else ''}: {error.message}",
-                file=sys.stderr,
-            )
+            where = f"{report.display_path(error.path)}{f':{error.line}' if error.line else ''}"
+            print(f"{ERROR_PREFIX}{where}: {error.message}", file=sys.stderr)
         print(report.summary_line(result), file=sys.stderr)
         for note in report.summary_notes(result):
             print(note, file=sys.stderr)
@@ -167,12 +189,14 @@ def rules() -> None:
 
     table = Table("code", "name", "fix", "summary", box=None)
     for rule in all_rules():
-        table.add_row(rule.code, rule.name, rule.fix_safety.value, rule.summary)
+        table.add_row(rule.code, rule.name, rule.fix_label(), rule.summary)
     Console(width=max(120, Console().width)).print(table)
 
 
 @app.command()
-def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. DIF004.")]) -> None:
+def explain(
+    code: Annotated[str, typer.Argument(metavar="RULE", help="A rule code or name, e.g. DIF004 or output-attribute-access.")],
+) -> None:
     """Print a rule's full documentation."""
     from codemods.rule_docs import explain_text
 
@@ -241,14 +265,12 @@ def verify(
     ] = VerifyScale.test,
 ) -> None:
     """Rewrite a copy of SRC, run each change's target on both trees, and report copies, syncs and parity."""
+    _require_diffusers_root(src)  # before anything slow: a subpackage would run for minutes, then fail
     import shlex
 
     from bot.verify import verify as run_verify  # torch and diffusers stay out of the static commands
     from bot.verify.environment import EnvironmentFailed, TorchSource, interpreter_for
     from bot.verify.own_tests import DEFAULT_BUDGET_S
-
-    if not (src / "__init__.py").is_file():
-        raise UsageError(f"{src}: not a package directory (expected …/diffusers with an __init__.py)")
 
     def say(message: str) -> None:
         print(f"verify: {message}", file=sys.stderr, flush=True)
@@ -295,12 +317,22 @@ def verify(
     raise typer.Exit(report.exit_code())
 
 
+def _require_diffusers_root(src: Path) -> None:
+    """SRC is the diffusers package itself: a `diffusers` directory with an `__init__.py`, not inside another package."""
+    package = src.resolve()
+    if package.name != "diffusers" or not (package / "__init__.py").is_file() or (package.parent / "__init__.py").is_file():
+        raise UsageError(
+            f"{src}: not a diffusers package root; SRC must be the `diffusers` package directory "
+            "(`<checkout>/src/diffusers`, or an installed `.../site-packages/diffusers`), not a subpackage or a checkout"
+        )
+
+
 def main() -> None:
     """Entry point: every error is one line on stderr with exit code 2, never a traceback."""
     try:
         code = app(args=sys.argv[1:] or ["--help"], standalone_mode=False)
     except (UsageError, ConfigError, RunAborted) as error:
-        print(f"codemod: error: {error}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{error}", file=sys.stderr)
         code = 2
     except click.exceptions.Exit as exit_:
         code = exit_.exit_code
@@ -308,7 +340,7 @@ def main() -> None:
         print("codemod: interrupted", file=sys.stderr)
         code = 130
     except click.exceptions.ClickException as error:  # usage errors: bad options, missing arguments
-        print(f"codemod: error: {error.format_message()}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{error.format_message()}", file=sys.stderr)
         code = 2
     sys.exit(code or 0)
 

@@ -28,13 +28,18 @@ def discover(paths: Iterable[Path], exclude: Iterable[str], base: Path) -> list[
     """Python files under `paths`, sorted, without those matching an `exclude` glob (relative to `base`)."""
     patterns = tuple(exclude)
     found: dict[Path, None] = {}
+    any_python = False
     for path in paths:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
         candidates = [path] if path.is_file() else _python_files(path)
+        any_python = any_python or bool(candidates)
         for candidate in candidates:
             if not _excluded(candidate, patterns, base):
                 found[candidate.resolve()] = None
+    if not any_python:  # an empty or wrong directory must not pass as a clean tree (excluded files may)
+        where = ", ".join(map(str, paths))
+        raise UsageError(f"{where}: no Python files here; give a file or a directory holding *.py files")
     return sorted(found)
 
 

@@ -18,17 +18,18 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemods.cache import ScanCache, digest, run_key
+from codemods.cache import ScanCache, digest
 from codemods.config import Config, find_pyproject, load_config
 from codemods.discovery import DEPRECATED_REASON, discover, is_deprecated_pipeline
-from codemods.errors import RunAborted
+from codemods.errors import RunAborted, UsageError
 from codemods.facts import FileFacts
 from codemods.files import SourceText, WriteRefused, write_atomically
 from codemods.findings import FileError, Finding, FixSafety
+from codemods.line_map import as_written
 from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
-from codemods.scan import Scan, ScanJob, file_facts, run_scan_job
+from codemods.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
 from codemods.source import SourceFile
 
 if TYPE_CHECKING:
@@ -57,6 +58,15 @@ class RunOptions:
 
 
 @dataclass
+class ScanStats:
+    """How much of the scan a run computed and how much it reused from the cache (per file, per rule)."""
+
+    files_parsed: int = 0  # files (or fixed texts) parsed and checked by a worker
+    rule_results_reused: int = 0  # (file, rule) results read from the cache
+    rule_results_computed: int = 0  # (file, rule) results a worker computed
+
+
+@dataclass
 class RunResult:
     mode: Mode
     rules: list[Rule]
@@ -67,9 +77,16 @@ class RunResult:
     # Findings in files the run may not change (pipelines/deprecated/): neither fixed nor reported, only counted.
     skipped: list[Finding] = field(default_factory=list)
     formatter: GateReport | None = None  # the target's pinned formatter as a gate on our hunks (None: none pinned)
+    scan_stats: ScanStats = field(default_factory=ScanStats)
+    # After a write: the findings not fixed, at their lines in the files as written (see `remaining`).
+    left_as_written: list[Finding] | None = None
 
     @property
     def remaining(self) -> list[Finding]:
+        """The findings not fixed. After a write they point into the files as written; `findings` keeps
+        every finding at its line in the input (a fixed one's line is where the fix went)."""
+        if self.left_as_written is not None:
+            return self.left_as_written
         return [f for f in self.findings if not f.fixed]
 
     def exit_code(self) -> int:
@@ -111,10 +128,14 @@ class RunResult:
 
 def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
     config = load_config(find_pyproject(options.paths))
-    rules = select_rules(
-        options.select if options.select is not None else config.select,
-        options.ignore if options.ignore is not None else config.ignore,
-    )
+    select = options.select if options.select is not None else config.select
+    ignore = options.ignore if options.ignore is not None else config.ignore
+    rules = select_rules(select, ignore)
+    if not rules:  # `--select ''`, or `--select X --ignore X`: a run that checks nothing must not pass
+        raise UsageError(
+            f"the rule selection is empty (select: {(','.join(select) or 'none') if select is not None else 'all'}; "
+            f"ignore: {','.join(ignore) or 'none'}): name at least one rule that `codemod rules` lists"
+        )
     check_opt_ins(config.opt_in)
     base = config.pyproject.parent if config.pyproject else Path.cwd()
     files = discover(options.paths, config.exclude, base)
@@ -140,8 +161,9 @@ class _Run:
             self.roots[str(file)] = roots_by_directory[file.parent]
         self.trees = {root: TreeInfo.of(root, config.line_length, config.opt_in) for root in set(self.roots.values())}
         self.codes = tuple(rule.code for rule in rules)
-        cache_key = repr((self.codes, sorted(self.trees.values(), key=repr)))
-        self.cache = ScanCache(options.cache_dir, cache_key)
+        # Not the rule selection: a file's scan holds each rule's findings apart (see codemods.scan).
+        self.cache = ScanCache(options.cache_dir, repr(sorted(self.trees.values(), key=repr)))
+        self.stats = ScanStats()
         self.used_cache_keys: set[str] = set()
         self.jobs = options.jobs or os.cpu_count() or 1
         self.pyproject = config.pyproject
@@ -160,22 +182,11 @@ class _Run:
     def writes(self) -> bool:
         return self.options.mode is Mode.WRITE
 
-    def job(self, path: str, text: str | None = None) -> ScanJob:
-        root = self.roots[path]
-        return ScanJob(path, module_name(Path(path), root), self.trees[root], self.codes, text)
-
     def execute(self) -> RunResult:
-        result = RunResult(self.options.mode, self.rules, len(self.files))
-        digests, unreadable = self.digest_files()
-        key = run_key(digests.items())
-        cached = self.cache.run_result(key)
-        if cached is not None:
-            findings, errors = cached
-            self.keep_changeable(result, findings)
-            if self.options.mode is Mode.CHECK or not any(map(self.wanted, result.findings)):
-                result.errors = errors
-                return result
-        scans = {**unreadable, **self.scan_files(digests)}
+        result = RunResult(self.options.mode, self.rules, len(self.files), scan_stats=self.stats)
+        digests, unreadable_scans = self.digest_files()
+        scans = {**unreadable_scans, **self.scan_files({path: (key, None) for path, key in digests.items()}, "scan")}
+        scans = {path: scans[path] for path in self.files}  # in path order, however they were computed
         loose = [Path(path) for path, root in self.roots.items() if root is None]
         index = ProjectIndex(
             {root for root in self.roots.values() if root} | set(loose),
@@ -186,20 +197,21 @@ class _Run:
         )
         errors = {path: s.error for path, s in scans.items() if s.error}
         findings = self.resolve(scans.values(), index, errors)
-        if not loose and set(index.paths) <= set(self.files):  # whole trees: nothing outside the run was read
-            self.cache.put_run_result(key, (findings, sorted(errors.values(), key=lambda e: e.path)))
         self.keep_changeable(result, findings)
         if self.options.mode is not Mode.CHECK:
             from codemods.fixing import Fixer
 
             fixer = Fixer(self, index, errors)
-            result.changes = fixer.fix(result.findings)
+            result.changes, result.findings = fixer.fix(result.findings)
             result.formatter = fixer.gate_report()
             if self.options.mode is Mode.WRITE:
                 self.write(result.changes, errors)
+                result.left_as_written = as_written([f for f in result.findings if not f.fixed], result.changes)
         self.cache.save(self.used_cache_keys)
         result.errors = sorted(errors.values(), key=lambda e: e.path)
         result.findings.sort(key=Finding.sort_key)
+        if result.left_as_written is not None:
+            result.left_as_written.sort(key=Finding.sort_key)
         return result
 
     def keep_changeable(self, result: RunResult, findings: list[Finding]) -> None:
@@ -209,41 +221,56 @@ class _Run:
 
     def digest_files(self) -> tuple[dict[str, str], dict[str, Scan]]:
         digests: dict[str, str] = {}
-        unreadable: dict[str, Scan] = {}
+        unreadable_scans: dict[str, Scan] = {}
         for path in self.files:
             try:
                 digests[path] = self.cache.file_digest(path)
             except OSError as error:
-                unreadable[path] = Scan(path, [], None, FileError(path, f"cannot read: {error.strerror}"))
-        return digests, unreadable
+                unreadable_scans[path] = unreadable(path, error).select(self.codes)
+        return digests, unreadable_scans
 
-    def scan_files(self, digests: dict[str, str]) -> dict[str, Scan]:
-        scans: dict[str, Scan] = {}
+    def scan_files(self, files: dict[str, tuple[str, str | None]], phase: str) -> dict[str, Scan]:
+        """Each file's scan under the selected rules, `files` being path -> (content digest, text or None to
+        read it). Rule results the cache holds are reused; a worker runs only the rules missing for a file."""
+        known: dict[str, FileScan] = {}
         pending: list[ScanJob] = []
-        for path, key in digests.items():
-            cached = self.cache.get(key)
-            if cached is not None:
-                scans[path] = cached
-            else:
-                pending.append(self.job(path))
+        for path, (key, text) in files.items():
+            cached: FileScan | None = self.cache.get(key)
+            missing = cached.missing(self.codes) if cached is not None else self.codes
+            self.stats.rule_results_reused += len(self.codes) - len(missing) if cached is not None else 0
+            if cached is not None and (cached.error is not None or not missing):
+                known[path] = cached
+                continue
+            root = self.roots[path]
+            pending.append(ScanJob(path, module_name(Path(path), root), self.trees[root], missing, text))
         # Largest first, in small chunks: the workers then finish together (no one left with the big files).
-        pending.sort(key=lambda job: -os.path.getsize(job.path))
-        self.progress("scan", len(scans), len(self.files))
-        for scan in self.map(run_scan_job, pending, "scan", already=len(scans), total=len(self.files)):
-            scans[scan.path] = scan
-            self.cache.put(digests[scan.path], scan)
-        self.used_cache_keys.update(digests.values())
-        return scans
+        pending.sort(key=lambda job: -(len(job.text) if job.text is not None else os.path.getsize(job.path)))
+        self.progress(phase, len(known), len(files))
+        for scan in self.map(run_scan_job, pending, phase, already=len(known), total=len(files)):
+            key = files[scan.path][0]
+            cached = self.cache.get(key)
+            known[scan.path] = cached.merged(scan) if cached is not None else scan
+            if scan.cacheable:
+                self.cache.put(key, known[scan.path])
+            self.stats.files_parsed += 1
+            self.stats.rule_results_computed += len(scan.rules)
+        self.used_cache_keys.update(key for key, _ in files.values())
+        return {path: known[path].select(self.codes) for path in files}
+
+    def scan_texts(self, texts: dict[str, str]) -> dict[str, Scan]:
+        """Scans of rewritten texts, keyed (and cached) as the scans of the files once written (UTF-8)."""
+        keyed = {path: (digest(path, text.encode("utf-8")), text) for path, text in texts.items()}
+        return self.scan_files(keyed, "check")
 
     def load_facts(self, path: str, module: str, text: str) -> FileFacts | None:
         """Facts of a tree file this run did not scan (the index asks only when a finding needs them)."""
-        key = "facts:" + digest(path, text.encode("utf-8"))
+        key = digest(path, text.encode("utf-8"))
         self.used_cache_keys.add(key)
-        cached = self.cache.get(key)
+        cached: FileScan | None = self.cache.get(key)
         if cached is None:
-            cached, _ = file_facts(SourceFile(path, text, module), self.rules)
+            cached = file_facts(SourceFile(path, text, module))  # facts alone: no rule has run on it
             self.cache.put(key, cached)
-        return cached
+        return cached.facts
 
     def map(self, function: Callable, jobs: list, phase: str, already: int = 0, total: int = 0) -> Iterator:
         total = total or len(jobs)
@@ -264,6 +291,7 @@ class _Run:
             ) from None
 
     def resolve(self, scans: Iterable[Scan], index: ProjectIndex, errors: dict[str, FileError]) -> list[Finding]:
+        """The scans' findings confirmed against the whole tree: new values (`Rule.resolve` never changes its argument)."""
         resolved = []
         for scan in scans:
             for finding in scan.findings:

@@ -1,8 +1,8 @@
 """What rules report: findings, their fixes, and the edits a fix is made of.
 
-Everything here is plain, picklable data: detection runs in worker processes, the plan
-(which fixes to apply) is made once for the whole tree, and the edits are applied with
-libcst only in the files that change.
+Everything here is plain, picklable, immutable data: detection runs in worker processes and its
+findings are cached, so whatever happens to a finding later (a rule's cross-file `resolve`, the
+fixer marking it fixed) makes a new value with `dataclasses.replace`, never changes the cached one.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class Fix:
     imports: tuple[ImportRequest, ...] = ()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
     code: str
     path: str
@@ -83,14 +83,16 @@ class Finding:
     not_fixed_reason: str | None = None
     # Facts a rule asks the whole-tree pass to confirm before the fix stands (see Rule.resolve).
     requires: tuple[tuple[str, ...], ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    # Left out of comparison and hashing (a dict); read-only like the rest.
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def fix_safety(self) -> FixSafety:
         return self.fix.safety if self.fix else FixSafety.NONE
 
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.line, self.column, self.code)
+    def sort_key(self) -> tuple[str, int, int, str, int, int, str]:
+        """A total order: output is the same whatever order the findings were computed or cached in."""
+        return (self.path, self.line, self.column, self.code, self.end_line, self.end_column, self.message)
 
     def to_dict(self) -> dict[str, Any]:
         return {

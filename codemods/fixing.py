@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ from codemods.findings import FileError, Finding, Fix
 from codemods.formatter import GateReport, findings_in
 from codemods.project import ProjectIndex
 from codemods.rules import select_rules
-from codemods.scan import Scan, ScanJob, run_scan_job
+from codemods.scan import Scan
 
 if TYPE_CHECKING:
     from codemods.engine import _Run
@@ -68,10 +68,6 @@ def _apply_key(job: ApplyJob) -> str:
     return "apply:" + digest(job.path, job.text.encode("utf-8") + repr(job.fixes).encode("utf-8"))
 
 
-def _scan_key(job: ScanJob) -> str:
-    return digest(job.path, job.text.encode("utf-8"))  # the key a scan of the written (UTF-8) file has
-
-
 @cache
 def _rules(codes: tuple[str, ...]) -> dict[str, object]:
     return {rule.code: rule for rule in select_rules(codes)}
@@ -84,10 +80,10 @@ class Fixer:
         self.errors = errors
         self.declined: dict[int, str] = {}
         self._applied: dict[ApplyJob, Applied] = {}
-        self._rescans: dict[ScanJob, Scan] = {}
         self.gate = run.formatter_gate()
 
-    def fix(self, findings: list[Finding]) -> dict[str, tuple[str, str]]:
+    def fix(self, findings: list[Finding]) -> tuple[dict[str, tuple[str, str]], list[Finding]]:
+        """The changed texts (path -> (before, after)), and `findings` as new values saying which were fixed."""
         candidates = [f for f in findings if self.run.wanted(f) and f.path not in self.errors]
         self._refuse_unchangeable(candidates)
         self._decline_conflicts(candidates)
@@ -101,12 +97,13 @@ class Fixer:
             changes = {}
             for finding in candidates:
                 self.declined.setdefault(id(finding), "fixes did not settle; nothing written")
-        for finding in candidates:
-            if id(finding) in self.declined:
-                finding.not_fixed_reason = self.declined[id(finding)]
-            else:
-                finding.fixed = finding.path in changes
-        return changes
+        outcome = {
+            id(f): replace(f, not_fixed_reason=self.declined[id(f)])
+            if id(f) in self.declined
+            else replace(f, fixed=f.path in changes)
+            for f in candidates
+        }
+        return changes, [outcome.get(id(f), f) for f in findings]
 
     def _refuse_unchangeable(self, candidates: list[Finding]) -> None:
         """Files that cannot be read again or written fail before any fix is planned, so that their
@@ -163,10 +160,8 @@ class Fixer:
             elif applied.text != self._original(applied.path):
                 changes[applied.path] = (self._original(applied.path), applied.text)
         styled = self._style(changes, by_path)
-        rescan_jobs = [self.run.job(path, after) for path, (_, after) in changes.items()]
         # Keyed as the scan of the written file will be: the next run over the fixed tree reads it back.
-        scans = self._computed(rescan_jobs, self._rescans, _scan_key, run_scan_job, "check")
-        rescans = {scan.path: scan for scan in scans}
+        rescans = self.run.scan_texts({path: after for path, (_, after) in changes.items()})
         for path, scan in rescans.items():
             if scan.error:
                 self._fail(path, f"the fixed file failed its re-check: {scan.error.message}", by_path[path])

@@ -100,6 +100,7 @@ class ProjectIndex:
         self._roots = sorted(set(roots))
         self._facts: dict[str, FileFacts | None] = dict(known)
         self._texts: dict[str, str | None] = {}
+        self._containing: dict[str, list[str]] = {}  # needle -> paths_containing(needle)
         self._load = load
         # A tree consulted for class definitions only (never for copies), for files outside any package.
         self._reference = ProjectIndex([reference], {}, load) if reference and reference not in self._roots else None
@@ -192,7 +193,10 @@ class ProjectIndex:
 
     def paths_containing(self, needle: str) -> list[str]:
         """Files of the tree whose text holds `needle` (a cheap first pass before parsing any of them)."""
-        return [path for path in self.paths if needle in (self.text(path) or "")]
+        # Memoized: rules ask the same question once per finding (every pipeline of the tree, per model).
+        if needle not in self._containing:
+            self._containing[needle] = [path for path in self.paths if needle in (self.text(path) or "")]
+        return self._containing[needle]
 
     @cached_property
     def _citing_files(self) -> dict[str, list[str]]:

@@ -50,7 +50,10 @@ def summary_line(result: RunResult) -> str:
         parts.append(f"fixed {summary['fixed']} finding(s) in {summary['files_changed']} file(s)")
         parts.append(f"{len(result.remaining)} remaining")
     elif result.mode is Mode.DIFF:
-        parts.append(f"{summary['files_changed']} file(s) would change ({summary['findings']} finding(s))")
+        parts.append(
+            f"{summary['files_changed']} file(s) would change: the diff fixes {summary['fixed']} of "
+            f"{summary['findings']} finding(s), {len(result.remaining)} remain"
+        )
     else:
         parts.append(f"{summary['findings']} finding(s)")
     safe = sum(1 for f in result.remaining if f.fix_safety is FixSafety.SAFE and not f.not_fixed_reason)
@@ -92,11 +95,18 @@ def unified_diff(result: RunResult) -> str:
 def as_json(result: RunResult) -> str:
     document = {
         "version": __version__,
-        "findings": [{**f.to_dict(), "path": display_path(f.path)} for f in result.findings],
+        "findings": [{**f.to_dict(), "path": display_path(f.path)} for f in _every_finding(result)],
         "summary": result.summary(),
         "errors": [{"path": display_path(e.path), "line": e.line, "message": e.message} for e in result.errors],
     }
     return json.dumps(document, indent=2)
+
+
+def _every_finding(result: RunResult) -> list[Finding]:
+    """Fixed findings where the fix went; after a write, the others where they now are in the written files."""
+    if result.mode is not Mode.WRITE:
+        return result.findings
+    return sorted([f for f in result.findings if f.fixed] + result.remaining, key=Finding.sort_key)
 
 
 def as_github(result: RunResult) -> str:
@@ -226,7 +236,7 @@ def _sarif_rule(rule: Any) -> dict[str, Any]:
         "help": {"text": help_text, "markdown": help_text},
         "helpUri": docs_url(rule.code),
         "defaultConfiguration": {"level": "warning"},
-        "properties": {"fixSafety": rule.fix_safety.value, "tags": ["performance"]},
+        "properties": {"fixSafety": rule.fix_label(), "tags": ["performance"]},
     }
 
 

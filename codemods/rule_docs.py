@@ -20,7 +20,7 @@ _SENTENCE = re.compile(r"(.+?[.!?])(?=\s+[A-Z`(]|\s*$)", re.DOTALL)
 def explain_text(code: str) -> str:
     """What `codemod explain CODE` prints: name, summary, fix safety, then the full documentation."""
     rule = rule_class(code)
-    return f"# {rule.code} {rule.name}\n\n{rule.summary}\n\nFix: {rule.fix_safety.value}\n\n{rule.documentation()}\n"
+    return f"# {rule.code} {rule.name}\n\n{rule.summary}\n\nFix: {rule.fix_label()}\n\n{rule.documentation()}\n"
 
 
 def pip_requirement(extras: str) -> str:

@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import pytest
+from cli_runner import codemod
 
 from tools.fixture_cases import find_case
 
 CASE = find_case("DIF004/adapter_denoising_loop")
 PIPELINE = CASE.input_text()
-
-
-def codemod(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CODEMOD_CACHE_DIR": str(cwd / ".cache")}
-    return subprocess.run([sys.executable, "-m", "codemods", *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
 @pytest.fixture
@@ -103,8 +96,8 @@ def test_a_bad_file_is_one_error_line_exit_2_and_untouched(tmp_path: Path, name:
     good.write_text(PIPELINE)
     result = codemod("run", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 2
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and message in errors[0]
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and errors[0].startswith("codemod: error: ") and message in errors[0]
     assert bad.read_bytes() == content
     assert "Traceback" not in result.stderr
     assert good.read_text() != PIPELINE  # the other files still get their fixes

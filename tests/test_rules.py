@@ -7,11 +7,13 @@ import re
 from pathlib import Path
 
 import pytest
+from cli_runner import codemod
 
 from codemods.config import ConfigError
 from codemods.engine import Mode, RunOptions, run
 from codemods.findings import FixSafety
 from codemods.rules import all_rules, rule_class, select_rules
+from codemods.rule_docs import rule_sections
 from codemods.rules.base import DOC_SECTIONS
 from tools.fixture_cases import all_cases
 
@@ -28,7 +30,7 @@ def test_codes_are_unique_and_well_formed() -> None:
 def test_documentation_has_every_section(rule) -> None:
     headings = re.findall(r"^## (.+)$", rule.documentation(), re.MULTILINE)
     assert headings == list(DOC_SECTIONS)
-    assert rule.name and rule.summary and isinstance(rule.fix_safety, FixSafety)
+    assert rule.name and rule.summary and all(isinstance(s, FixSafety) for s in rule.fix_safeties)
 
 
 def _run_snippet(rule, source: str, tmp_path: Path):
@@ -74,7 +76,7 @@ def test_unknown_code_is_a_clear_error() -> None:
 def test_the_readme_rule_table_lists_every_rule() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for rule in RULES:
-        assert f"| {rule.code} | {rule.name} | {rule.fix_safety.value} | {rule.summary} |" in readme
+        assert f"| {rule.code} | {rule.name} | {rule.fix_label()} | {rule.summary} |" in readme
 
 
 @functools.cache
@@ -91,3 +93,23 @@ def test_the_cheap_gate_never_rejects_a_file_the_trigger_matches(rule) -> None:
     for text in texts:
         for match in rule.trigger.finditer(text):
             assert instance.may_match(match.group(0)), match.group(0)
+
+
+# A section opens with the label, but "none" reads "No fix: ..." in prose.
+_SECTION_OPENING = {"none": "No fix"}
+
+
+def test_the_rules_table_shows_the_fix_safety_each_rule_documents(tmp_path: Path) -> None:
+    table = codemod("rules", cwd=tmp_path).stdout
+    rows = {line.split()[0]: line for line in table.splitlines() if line.lstrip().startswith("DIF")}
+    for rule in RULES:
+        label = rule.fix_label()
+        assert rule_sections(rule.code)["Fix safety"].startswith(_SECTION_OPENING.get(label, label.capitalize())), rule.code
+        assert rows[rule.code].split(rule.name, 1)[1].strip().startswith(label + "  "), rule.code
+
+
+def test_every_fixture_finding_has_a_fix_safety_its_rule_declares() -> None:
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    for path in fixtures.glob("DIF*/*.findings.txt"):
+        for code, safety in re.findall(r": (DIF\d{3}) \[(safe|unsafe|none)\b", path.read_text()):
+            assert safety == "none" or FixSafety(safety) in rule_class(code).fix_safeties, (path.name, code, safety)

@@ -24,8 +24,9 @@ def _subclasses(cls: type) -> list[type]:
 
 
 def rule_class(code: str) -> type[Rule]:
+    """The rule with this code (`DIF001`, any case) or name (`constant-device-copy`, as `codemod rules` lists it)."""
     for cls in all_rules():
-        if cls.code == code.upper():
+        if code.upper() == cls.code or code.lower() == cls.name:
             return cls
     raise ConfigError(f"unknown rule code: {code} (known: {', '.join(c.code for c in all_rules())})")
 

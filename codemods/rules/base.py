@@ -30,7 +30,10 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
-    fix_safety: ClassVar[FixSafety]  # the most a finding of this rule can offer
+    # What this rule's fixes can be (in FixSafety order; () when it only reports). The one source of
+    # `fix_label()`, which the rules table, the README, SARIF and `explain` show, and with which the
+    # docstring's "Fix safety" section opens (a test holds them together).
+    fix_safeties: ClassVar[tuple[FixSafety, ...]]
     # Lines matching this are the only places the rule looks at; a file with none is never parsed for it.
     trigger: ClassVar[re.Pattern[str]]
     # Strings one of which every trigger match holds: the per-file gate tests these with `in` (fast,
@@ -51,6 +54,11 @@ class Rule:
     opt_ins: ClassVar[tuple[str, ...]] = ()
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[Example, ...]] = ()
+
+    @classmethod
+    def fix_label(cls) -> str:
+        """"safe", "unsafe", "safe or unsafe", or "none"."""
+        return " or ".join(safety.value for safety in cls.fix_safeties) or FixSafety.NONE.value
 
     def opted_in(self, tree: TreeInfo, name: str) -> bool:
         return f"{self.code}-{name}" in tree.opt_ins
@@ -99,4 +107,5 @@ class Rule:
         )
 
     def fix(self, description: str, *edits: Edit, imports: tuple[ImportRequest, ...] = ()) -> Fix:
-        return Fix(safety=self.fix_safety, description=description, edits=edits, imports=imports)
+        # The least safe the rule offers: a fix claims more only where the rule says so (`Fix(...)` itself).
+        return Fix(safety=self.fix_safeties[-1], description=description, edits=edits, imports=imports)

@@ -59,7 +59,7 @@ class ComplexBuffer(Rule):
     code = "DIF008"
     name = "complex-buffer"
     summary = "complex tensor registered as a buffer: `model.to(dtype)` drops its imaginary part"
-    fix_safety = FixSafety.NONE
+    fix_safeties = ()
     trigger = re.compile(r"register_buffer\(")
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:

@@ -57,7 +57,7 @@ class DiscardedTensorConversion(Rule):
     code = "DIF009"
     name = "discarded-tensor-conversion"
     summary = "a tensor's `.to()`/`.cpu()`/`.float()` result is thrown away: the line does nothing"
-    fix_safety = FixSafety.NONE
+    fix_safeties = ()
     trigger = re.compile(
         r"^[ \t]*[\w.\[\]\"']+\.(?:to|cpu|cuda|float|double|half|bfloat16|int|long|bool)\(", re.MULTILINE
     )

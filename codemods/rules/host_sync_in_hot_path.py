@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 
 from codemods.analysis.class_places import places_at
 from codemods.analysis.host_reads import HostRead, host_reads
@@ -93,7 +94,7 @@ class HostSyncInHotPath(Rule):
     code = "DIF007"
     name = "host-sync-in-hot-path"
     summary = "host waits for the device (`.item()`, `if t < x`, `nonzero`...) in a denoising loop or forward"
-    fix_safety = FixSafety.NONE
+    fix_safeties = ()
     trigger = re.compile(
         r"\.(?:item|tolist|numpy|cpu|nonzero|unique)\(|\bif\b|\bwhile\b|\bassert\b|\b(?:int|float|bool|min|max)\("
         r"|torch\.(?:nonzero|argwhere|unique|masked_select|equal|allclose|where)\(|\.to\([^)]*cpu|mask\w*\s*\]"
@@ -151,12 +152,12 @@ class HostSyncInHotPath(Rule):
         where = every_call_lookup(index, tuple(types), method)
         if where is None:
             return None
-        finding.message = (
-            f"{finding.message} looks its step index up in the schedule on every call ({where}): the host waits "
+        return replace(
+            finding,
+            message=f"{finding.message} looks its step index up in the schedule on every call ({where}): the host waits "
             "for the device every denoising step, and `set_begin_index` cannot remove it; the scheduler should "
-            "advance its `step_index` instead, as FlowMatchEuler does"
+            "advance its `step_index` instead, as FlowMatchEuler does",
         )
-        return finding
 
     valid = (
         # A Python number compared in the loop: no tensor, no sync.

@@ -64,9 +64,9 @@ class HostValueRebuilt(Rule):
     ```
 
     ## Fix safety
-    Only the factory-then-`.to(device)` form is fixed, by creating the tensor on that device;
-    the rest is reported (the remedy, a tensor built once or `t.expand(...)`, changes the code's
-    shape). Safe for `ones`, `zeros`, `full`, `eye`, `empty` and an `arange` of integer literals:
+    Safe or unsafe, by factory. Only the factory-then-`.to(device)` form is fixed, by creating
+    the tensor on that device; the rest is reported (the remedy, a tensor built once or
+    `t.expand(...)`, changes the code's shape). Safe for `ones`, `zeros`, `full`, `eye`, `empty` and an `arange` of integer literals:
     their values do not depend on where they are computed. Unsafe for `linspace`, `logspace`
     and other `arange`s: the accelerator's kernels may round the last bits differently, so the
     fix needs verification. Random factories (`randn`, ...) are never moved: the device draws
@@ -81,7 +81,7 @@ class HostValueRebuilt(Rule):
     code = "DIF006"
     name = "host-value-rebuilt"
     summary = "tensor rebuilt from host values and copied to the device every step/call"
-    fix_safety = FixSafety.SAFE
+    fix_safeties = (FixSafety.SAFE, FixSafety.UNSAFE)
     trigger = re.compile(
         r"torch\.(?:tensor|as_tensor|Tensor|FloatTensor|LongTensor|IntTensor|BoolTensor|arange"
         r"|linspace|logspace|ones|zeros|full|eye|empty)\(|\.to\("

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from codemods.analysis.block_stacks import REPEATED_BLOCKS, UNREADABLE, existing_list, is_model_class
@@ -90,7 +90,7 @@ class MissingRepeatedBlocks(Rule):
     code = "DIF003"
     name = "missing-repeated-blocks"
     summary = "a model stacks blocks but defines no `_repeated_blocks`; regional compilation cannot find them"
-    fix_safety = FixSafety.SAFE
+    fix_safeties = (FixSafety.SAFE,)
     trigger = re.compile(r"ModuleList\(")
     # Pipelines (what runs per step) and the graph of what models build, for findings in other files.
     facts_trigger = re.compile(r"ModuleList\(|register_modules\(")
@@ -156,19 +156,18 @@ class MissingRepeatedBlocks(Rule):
             return finding if verdict is not None else None
         pipeline, unproven = verdict
         blocks: tuple[str, ...] = finding.extra["blocks"]
-        if not blocks and finding.not_fixed_reason is None:
+        message, reason = finding.message, finding.not_fixed_reason
+        if not blocks and reason is None:
             found = factory_blocks(index, self.code, finding.path, model)
             blocks = tuple(b for b in found.blocks if not _is_model(index, b))
             if not blocks and (found.problem is None or pipeline is None):
                 return None  # nothing repeats, or nothing is known of a model that may not even run per step
-            finding.message = found.message(model, finding.extra["factories"], blocks)
-            finding.not_fixed_reason = found.problem
+            message, reason = found.message(model, finding.extra["factories"], blocks), found.problem
         if pipeline is not None:
-            finding.message += f" (`{pipeline}` calls it in its denoising loop)"
-        finding.not_fixed_reason = finding.not_fixed_reason or unproven
-        if finding.not_fixed_reason is None and blocks:
-            finding.fix = self.fix(*placement.edit(blocks))
-        return finding
+            message += f" (`{pipeline}` calls it in its denoising loop)"
+        reason = reason or unproven
+        fix = self.fix(*placement.edit(blocks)) if reason is None and blocks else finding.fix
+        return replace(finding, message=message, not_fixed_reason=reason, fix=fix)
 
     def _per_step(self, index: ProjectIndex, model: str) -> tuple[str | None, str | None] | None:
         """(the pipeline that calls `model`, or a class it derives from, in its denoising loop; why the tree

@@ -96,7 +96,7 @@ class OutputAttributeAccess(Rule):
     code = "DIF004"
     name = "output-attribute-access"
     summary = "`.sample` read off a model/scheduler output; use `return_dict=False)[0]`"
-    fix_safety = FixSafety.SAFE
+    fix_safeties = (FixSafety.SAFE,)
     opt_ins = ("self-calls",)
     trigger = re.compile(r"\.(?:prev_)?sample\b|\[\s*[\"'](?:prev_)?sample[\"']\s*\]")
     trigger_text = ("sample",)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codemods.analysis.first_step import iterated_schedule, step_blocker
@@ -105,7 +106,7 @@ class SchedulerIndexLookup(Rule):
     code = "DIF005"
     name = "scheduler-index-lookup"
     summary = "first `scheduler.step()` looks up its index with `nonzero().item()`; call `set_begin_index(0)`"
-    fix_safety = FixSafety.UNSAFE
+    fix_safeties = (FixSafety.UNSAFE,)
     trigger = STEP_CALL
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
@@ -136,7 +137,7 @@ class SchedulerIndexLookup(Rule):
         fix = None
         if calls and anchor is not None:
             edit = Edit(source.statement_ref(anchor), "set_begin_index", (("calls", calls),), inserts=True)
-            fix = Fix(self.fix_safety, "set the begin index before the loop", (edit,))
+            fix = self.fix("set the begin index before the loop", edit)
         return self.finding(
             source,
             schedulers[0].steps[0],
@@ -160,19 +161,16 @@ class SchedulerIndexLookup(Rule):
         if not lookups:
             return None  # nothing looks an index up, or every lookup stays whatever the begin index (DIF007)
         blockers = {e: b for e, b in finding.extra["blockers"].items() if e in lookups}
-        finding.message = _message(lookups, blockers)
+        message = _message(lookups, blockers)
         calls = finding.fix and finding.fix.edits[0].param("calls")
         kept = tuple((e, nullable, e not in unguarded) for e, nullable, _ in calls or () if e in lookups)
-        if kept:
-            (edit,) = finding.fix.edits  # type: ignore[union-attr]
-            new_edit = Edit(edit.target, edit.op, (("calls", kept),), inserts=True)
-            names = " and ".join(f"`{e}`" for e, _, _ in kept)
-            finding.fix = Fix(finding.fix.safety, f"set the begin index of {names} before the loop", (new_edit,))  # type: ignore[union-attr]
-            finding.not_fixed_reason = None
-        else:
-            finding.fix = None
-            finding.not_fixed_reason = next(b for b in blockers.values() if b)
-        return finding
+        if not kept:
+            return replace(finding, message=message, fix=None, not_fixed_reason=next(b for b in blockers.values() if b))
+        (edit,) = finding.fix.edits  # type: ignore[union-attr]
+        new_edit = Edit(edit.target, edit.op, (("calls", kept),), inserts=True)
+        names = " and ".join(f"`{e}`" for e, _, _ in kept)
+        fix = Fix(finding.fix.safety, f"set the begin index of {names} before the loop", (new_edit,))  # type: ignore[union-attr]
+        return replace(finding, message=message, fix=fix, not_fixed_reason=None)
 
     def edit_set_begin_index(self, node: libcst.BaseStatement, calls: tuple) -> libcst.FlattenSentinel:
         statements = []

@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codemods.analysis.class_places import ClassPlaces, class_places
@@ -77,7 +78,9 @@ class SchedulerSigmasOnDevice(Rule):
     ```
 
     ## Fix safety
-    Unsafe, and offered only where every use of the sigmas works from the CPU: single sigmas in
+    Safe or unsafe. Assigning a discarded `.to("cpu")` of sigmas already on the CPU is safe (it
+    changes nothing but how the line reads). Keeping the sigmas on the CPU is unsafe, and offered
+    only where every use of the sigmas works from the CPU: single sigmas in
     arithmetic, elementwise torch ops and host reads. It is not offered (the finding says why)
     where the vector or a slice of it meets device tensors (`self.sigmas[:, None, None]` against
     per-token timesteps), where a sigma is given dimensions (`sigma.view(1)`), where per-step code
@@ -107,7 +110,7 @@ class SchedulerSigmasOnDevice(Rule):
     code = "DIF002"
     name = "scheduler-sigmas-on-device"
     summary = "scheduler keeps its sigmas on the device but reads them on the host every step"
-    fix_safety = FixSafety.UNSAFE
+    fix_safeties = (FixSafety.SAFE, FixSafety.UNSAFE)
     trigger = re.compile(r"self\.sigmas\b")
     trigger_text = ("self.sigmas",)
 
@@ -204,10 +207,8 @@ class SchedulerSigmasOnDevice(Rule):
             return finding
         blocker, checked = consumers_verdict(finding.requires[0][1], finding.path, index, self.code)
         if blocker is not None:
-            finding.not_fixed_reason, finding.fix = blocker, None
-        else:
-            finding.message += checked
-        return finding
+            return replace(finding, not_fixed_reason=blocker, fix=None)
+        return replace(finding, message=finding.message + checked)
 
     def edit_keep_sigmas_on_cpu(self, node: libcst.BaseStatement) -> libcst.FlattenSentinel:
         return cst.FlattenSentinel([node, cst.parse_statement(_MOVE)])

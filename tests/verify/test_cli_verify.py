@@ -83,12 +83,17 @@ def test_the_markdown_is_printed_and_written_with_the_command_to_reproduce(verif
     assert f"codemod verify {installed_diffusers()} --select=DIF001 --device=emu" in markdown
 
 
-def test_a_directory_that_is_not_a_package_is_a_usage_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["a plain directory", "a subpackage"])
+def test_a_src_that_is_not_the_diffusers_package_root_is_refused_up_front(tmp_path: Path, where: str) -> None:
+    src = tmp_path if where == "a plain directory" else installed_diffusers() / "models"
     completed = subprocess.run(
-        [sys.executable, "-m", "codemods", "verify", str(tmp_path)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "codemods", "verify", str(src)], capture_output=True, text=True, timeout=120
     )
     assert completed.returncode == 2
-    assert "not a package directory" in completed.stderr
+    assert completed.stderr == (
+        f"codemod: error: {src}: not a diffusers package root; SRC must be the `diffusers` package directory "
+        "(`<checkout>/src/diffusers`, or an installed `.../site-packages/diffusers`), not a subpackage or a checkout\n"
+    )
 
 
 def test_the_html_page_shows_each_measured_target_as_the_json_report_does(verified) -> None:
