@@ -186,9 +186,7 @@ def find_groups(
     for rule in rules:
         log(f"engine: {rule} on {', '.join(str(p.relative_to(src.parent)) for p in paths)}")
         # pipelines/deprecated/ takes no changes: never proposed, whatever the checkout's configuration says.
-        options = RunOptions(
-            paths, Mode.DIFF, unsafe_fixes=True, select=(rule,), cache_dir=cache_dir, include_deprecated=False
-        )
+        options = RunOptions(paths, Mode.DIFF, unsafe_fixes=True, select=(rule,), cache_dir=cache_dir, include_deprecated=False)
         result = run(options)
         errors += [f"{_relative(e.path, repo_root)}: {e.message}" for e in result.errors]
         if result.changes:

@@ -71,18 +71,12 @@ def run(
     paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Files and directories (recursing into *.py).")],
     diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff of the fixes; write nothing.")] = False,
     check: Annotated[bool, typer.Option("--check", help="List findings; write nothing.")] = False,
-    unsafe_fixes: Annotated[
-        bool, typer.Option("--unsafe-fixes", help="Also apply fixes that need verification.")
-    ] = False,
+    unsafe_fixes: Annotated[bool, typer.Option("--unsafe-fixes", help="Also apply fixes that need verification.")] = False,
     select: Annotated[
         list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes (comma-separated or repeated).")
     ] = None,
-    ignore: Annotated[
-        list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes to leave out.")
-    ] = None,
-    output_format: Annotated[
-        OutputFormat, typer.Option("--format", help="text, json, sarif or github.")
-    ] = OutputFormat.text,
+    ignore: Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes to leave out.")] = None,
+    output_format: Annotated[OutputFormat, typer.Option("--format", help="text, json, sarif or github.")] = OutputFormat.text,
     jobs: Annotated[int, typer.Option(min=0, metavar="N", help="Worker processes (0: one per core).")] = 0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the scan cache.")] = False,
 ) -> None:
@@ -98,11 +92,7 @@ def run(
     options = RunOptions(
         paths=tuple(map(Path, paths)),
         # SARIF carries each fix's replacement text, so a read-only SARIF run computes (and proves) the fixes.
-        mode=Mode.DIFF
-        if diff or (check and output_format is OutputFormat.sarif)
-        else Mode.CHECK
-        if check
-        else Mode.WRITE,
+        mode=Mode.DIFF if diff or (check and output_format is OutputFormat.sarif) else Mode.CHECK if check else Mode.WRITE,
         unsafe_fixes=unsafe_fixes,
         select=_codes(select),
         ignore=_codes(ignore),
@@ -231,9 +221,7 @@ def verify(
     device: Annotated[
         VerifyDevice, typer.Option(help="emu: emulated accelerator census; cuda: profiler census; cpu: parity only.")
     ] = VerifyDevice.emu,
-    json_file: Annotated[
-        Path | None, typer.Option("--json", metavar="FILE", help="Write the JSON report here.")
-    ] = None,
+    json_file: Annotated[Path | None, typer.Option("--json", metavar="FILE", help="Write the JSON report here.")] = None,
     markdown_file: Annotated[
         Path | None, typer.Option("--markdown", metavar="FILE", help="Write the PR-body Markdown here.")
     ] = None,
@@ -244,9 +232,7 @@ def verify(
     compile_: Annotated[
         bool, typer.Option("--compile", help="Also try torch.compile(fullgraph=True) checks (slow on CPU).")
     ] = False,
-    tolerance: Annotated[
-        float, typer.Option(min=0.0, help="Max abs diff allowed where bit-identity is not required.")
-    ] = 1e-4,
+    tolerance: Annotated[float, typer.Option(min=0.0, help="Max abs diff allowed where bit-identity is not required.")] = 1e-4,
     work_dir: Annotated[
         Path | None, typer.Option("--work-dir", metavar="DIR", help="Keep the trees, traces and outputs here.")
     ] = None,

@@ -6,6 +6,7 @@ imports torch just to compare the two sides' saved outputs.
 
 from __future__ import annotations
 
+import importlib
 import re
 import shutil
 import sys
@@ -154,7 +155,9 @@ def _verify_changes(
         return _unverified(changes.rewrites, {}, {})
     say(f"running {len(specs)} target(s) in the original and the rewritten tree ({device})")
     shutil.rmtree(root / "runs", ignore_errors=True)  # a kept work dir must not lend old results
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        # The parity check imports torch (seconds); it loads while the workers run.
+        pool.submit(importlib.import_module, "bot.verify.outputs")
         before, after = pool.map(lambda request: run_tree(request, python=python), requests)
     results, credited, failed_owners, visited, held = [], set(), {}, {}, {}
     shapes = LoopShapes(changes.rewritten)

@@ -56,6 +56,10 @@ MIN_PYTHON = (3, 10)
 class EnvironmentFailed(Exception):
     """The environment could not be built or used; the message is one line naming what failed."""
 
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log  # the failing step's whole output, kept in a file the message names
+
 
 @dataclass(frozen=True)
 class TorchSource:
@@ -109,6 +113,13 @@ def environment_for(
         say(f"building the environment of {checkout} in {directory} (once; later runs reuse it)")
         try:
             notes = _build(directory, checkout, torch, base, say)
+        except EnvironmentFailed as error:
+            shutil.rmtree(directory, ignore_errors=True)
+            if not error.log:
+                raise
+            log = directory.with_name(f"{directory.name}.failed.log")
+            log.write_text(error.log)
+            raise EnvironmentFailed(f"{error} (full log: {log})") from None
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
@@ -136,7 +147,7 @@ def _build(
         wanted = read_requirements(python, checkout)
         wanted.check_torch(torch.version)
     except RequirementFailed as error:
-        raise EnvironmentFailed(f"cannot build the environment of {checkout}: {error}") from None
+        raise EnvironmentFailed(f"cannot build the environment of {checkout}: {error}", error.log) from None
     say(f"environment: installing {len(wanted.others)} requirement(s) of the checkout and its extras")
     _pip(python, ["-c", str(constraints), *(str(r) for r in wanted.others)], wanted.others, checkout)
     return _bound(python, constraints, wanted, torch, say)
@@ -180,13 +191,14 @@ def _pip(python: Path, arguments: list[str], requirements: list, checkout: Path 
     culprit = failing_requirement(output, requirements) or (str(requirements[0]) if len(requirements) == 1 else None)
     where = f" of {checkout}" if checkout else ""
     named = f"requirement '{culprit}' failed: " if culprit else ""
-    raise EnvironmentFailed(f"cannot build the environment{where}: {named}{last_error(output)}")
+    raise EnvironmentFailed(f"cannot build the environment{where}: {named}{last_error(output)}", output)
 
 
 def _run(command: list[str], what: str) -> str:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise EnvironmentFailed(f"cannot build the environment: {what}: {last_error(done.stdout + done.stderr)}")
+        output = done.stdout + done.stderr
+        raise EnvironmentFailed(f"cannot build the environment: {what}: {last_error(output)}", output)
     return done.stdout
 
 

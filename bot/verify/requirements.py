@@ -36,6 +36,10 @@ VERIFIER_NEEDS = ("pytest",)
 class RequirementFailed(Exception):
     """A pip step failed; the message names the requirement and pip's reason, on one line."""
 
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log  # pip's whole output, for the file the one-line message points to
+
 
 @dataclass(frozen=True)
 class CheckoutRequirements:
@@ -67,7 +71,8 @@ def read_requirements(python: Path, checkout: Path, extras: tuple[str, ...] = EX
         command += ["--quiet", "--report", str(report), str(copy)]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise RequirementFailed(f"the checkout's own metadata: {last_error(done.stdout + done.stderr)}")
+            output = done.stdout + done.stderr
+            raise RequirementFailed(f"the checkout's own metadata: {last_error(output)}", output)
         metadata = json.loads(report.read_text())["install"][0]["metadata"]
     return split_requirements(metadata.get("requires_dist", []), extras)
 
@@ -130,8 +135,18 @@ def failing_requirement(output: str, requirements: list[Requirement]) -> Require
     return None
 
 
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b")
+"""The last line of a Python traceback: `FileNotFoundError: [Errno 2] ... 'README.md'`."""
+
+_PIP_TRAILERS = ("note: ", "hint: ", "error: subprocess-exited-with-error", "[end of output]")
+"""Lines pip adds after a subprocess's own output: never the cause."""
+
+
 def last_error(output: str) -> str:
-    """pip's own reason, one line: its last `ERROR:` line, else its last line."""
+    """The cause, one line: the exception a build subprocess (the checkout's setup.py) ended with,
+    else pip's last `ERROR:` line, else its last line that is not one of pip's trailers."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
+    raised = [line for line in lines if _EXCEPTION_LINE.match(line)]
     errors = [line.removeprefix("ERROR: ") for line in lines if line.startswith("ERROR:")]
-    return (errors or lines or ["pip failed without a message"])[-1][:300]
+    others = [line for line in lines if not line.startswith(_PIP_TRAILERS)]
+    return (raised or errors or others or lines or ["pip failed without a message"])[-1][:300]

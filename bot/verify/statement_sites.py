@@ -15,6 +15,7 @@ inside such a span belongs to that statement (``cuda_census`` reads it back).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -24,7 +25,6 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.profiler import record_function
 
 from bot.verify.census_result import UNKNOWN_SITE, relative_to_roots
 
@@ -41,18 +41,24 @@ def site_roots(roots: Sequence[str | Path]) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(both_spellings))
 
 
-def call_site(roots: Sequence[Path], frame: FrameType | None) -> str:
+def call_site(roots: tuple[Path, ...], frame: FrameType | None) -> str:
     """The innermost frame from `frame` outwards under a root, else the innermost outside torch and this package."""
     fallback = None
     while frame is not None:
         filename = frame.f_code.co_filename
-        relative = relative_to_roots(filename, roots)
+        relative = _relative_file(filename, roots)
         if relative is not None:
             return f"{relative}:{frame.f_lineno}"
         if fallback is None and not filename.startswith(_MACHINERY_DIRS):
             fallback = f"{filename}:{frame.f_lineno}"
         frame = frame.f_back
     return fallback or UNKNOWN_SITE
+
+
+@functools.lru_cache(maxsize=8192)
+def _relative_file(filename: str, roots: tuple[Path, ...]) -> str | None:
+    """`relative_to_roots`, once per file: it runs for every frame of every op."""
+    return relative_to_roots(filename, roots)
 
 
 class StatementSites(TorchFunctionMode):
@@ -66,5 +72,9 @@ class StatementSites(TorchFunctionMode):
         kwargs = kwargs or {}
         if getattr(func, "__name__", "") == "__get__":  # attribute reads (`.shape`, `.dtype`) neither copy nor wait
             return func(*args, **kwargs)
-        with record_function(SITE_MARK + call_site(self.roots, sys._getframe(1))):
+        # What `torch.profiler.record_function` does, without its Python frames in the profile.
+        mark = torch.ops.profiler._record_function_enter_new(SITE_MARK + call_site(self.roots, sys._getframe(1)), None)
+        try:
             return func(*args, **kwargs)
+        finally:
+            torch.ops.profiler._record_function_exit._RecordFunction(mark)

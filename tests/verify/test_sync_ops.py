@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -110,3 +111,13 @@ def test_each_op_counts_what_cuda_counts(row: Row, emu: torch.device) -> None:
     with SyncCensus() as census:
         row.run(*inputs)
     assert census.result().counts == row.cuda, row.source
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("row", ROWS, ids=[row.op for row in ROWS])
+def test_each_op_counts_the_same_in_a_cuda_profile(row: Row, tmp_path: Path) -> None:
+    from bot.verify.cuda_census import run_cuda_census
+
+    inputs = _inputs(row.inputs, torch.device("cuda"))
+    census = run_cuda_census(lambda: row.run(*inputs), [Path(__file__).parent], tmp_path / "trace.json")
+    assert census.counts == row.cuda, row.source
