@@ -129,6 +129,7 @@ def verify_group(
     expected = {Path(path).relative_to(PACKAGE_DIR).as_posix() for path in group.files}
     rewritten = {_package_relative(path, src) for path in report.changed_files}
     broken = report.own_tests.broken if report.own_tests else []
+    checks_broken = report.repo_checks.broken if report.repo_checks else []
     if rewritten and rewritten != expected:
         verdict, reason = "failed", f"the verifier rewrote {sorted(rewritten)}, the plan {sorted(expected)}"
     elif broken:
@@ -138,6 +139,11 @@ def verify_group(
             f"diffusers' own test {first['test']} passes before the change and fails after: {_clip(first['message'])}"
         )
         reason += f" (+{len(broken) - 1} more)" if len(broken) > 1 else ""
+    elif checks_broken:
+        first = checks_broken[0]
+        verdict = "failed"
+        reason = f"the repository check `{first.name}` passes before the change and fails after: {_clip(first.output)}"
+        reason += f" (+{len(checks_broken) - 1} more)" if len(checks_broken) > 1 else ""
     else:
         reason = _reason(verdict, targets)
     return Verification(**base, verdict=verdict, reason=reason, markdown=markdown, targets=targets, report=as_json)

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from bot.verify.changes import ChangeSet, Rewrite, rewrite_copy
+from bot.verify.environment import checkout_of
 from bot.verify.own_tests import DEFAULT_BUDGET_S, changed_files_tests
 from bot.verify.plan import LoopShapes, TreeMap, exercised, targets_to_run
 from bot.verify.protocol import WorkerRequest
+from bot.verify.repo_checks import checkout_checks
 from bot.verify.report import TargetResult, VerifyReport
 from bot.verify.runner import run_tree
 from bot.verify.targets import TargetSpec, all_targets
@@ -43,11 +45,13 @@ def verify(
     python: Path | None = None,
     own_tests: bool = True,
     tests_budget_s: float = DEFAULT_BUDGET_S,
+    repo_checks: bool = True,
 ) -> VerifyReport:
     """Verify every change the engine makes to `src` (a diffusers package directory).
 
     `python` runs both trees (default: this interpreter); in a checkout with `tests/`,
-    `own_tests` also runs the checkout's tests that cover the changed files on both trees.
+    `own_tests` also runs the checkout's tests that cover the changed files on both trees, and
+    `repo_checks` the checks its Makefile and CI run (`make quality`, repository consistency).
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
@@ -69,13 +73,18 @@ def verify(
         changes = rewrite_copy(src, root, select=select, paths=paths)
         lap("rewrite")
         say(f"{len(changes.rewrites)} rewrite(s) in {len(changes.changed_files)} file(s)")
-        results, tests = [], None
+        results, tests, checks = [], None, None
         if changes.rewrites:
             results = _verify_changes(src, changes, root, device, compile, tolerance, say, python)
             lap("targets")
             if own_tests:
                 tests = changed_files_tests(src, changes, root / "own-tests", python, tests_budget_s, say)
                 lap("own tests")
+            checkout = checkout_of(src)
+            if repo_checks and checkout is not None:
+                trees = {"original": changes.original, "rewritten": changes.rewritten}
+                checks = checkout_checks(checkout, trees, root / "repo-checks", python, say)
+                lap("repo checks")
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -94,6 +103,7 @@ def verify(
         interpreter=str(python or sys.executable),
         rewrites={r.where: list(r.rules) for r in changes.rewrites},
         phases=phases,
+        repo_checks=checks,
     )
 
 

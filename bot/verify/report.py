@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.verify.census_summary import number, parity_text
 from bot.verify.own_tests import OwnTests
+from bot.verify.repo_checks import RepoChecks, repo_checks_lines
 from bot.verify.verdict import CENSUS_KINDS, VERDICTS
 
 _ICONS = {"verified": "✅", "no-gain": "➖", "regressed": "❌", "failed": "❌", "unverified": "❔"}
@@ -73,11 +74,13 @@ class VerifyReport:
     interpreter: str = ""  # the Python that ran both trees (the checkout's environment, or --python)
     rewrites: dict[str, list[str]] = field(default_factory=dict)  # every change, "path:line" -> its rules
     phases: dict[str, float] = field(default_factory=dict)  # seconds: "rewrite", "targets" (with planning), "own tests"
+    repo_checks: RepoChecks | None = None  # the checkout's `make quality` / consistency checks, on both trees
 
     def exit_code(self) -> int:
         """0 only if nothing regressed or failed (unverified and no-gain changes do not fail a run)."""
         bad = any(t.verdict in ("regressed", "failed") for t in self.targets)
         broken = self.own_tests is not None and bool(self.own_tests.broken)
+        broken = broken or (self.repo_checks is not None and bool(self.repo_checks.broken))
         return 1 if bad or broken or self.errors else 0
 
     def counts(self) -> dict[str, int]:
@@ -99,6 +102,7 @@ class VerifyReport:
             "phases": {phase: round(seconds, 1) for phase, seconds in self.phases.items()},
             "errors": self.errors,
             "own_tests": self.own_tests.to_json() if self.own_tests else None,
+            "repo_checks": self.repo_checks.to_json() if self.repo_checks else None,
             "rewrites": self.rewrites,
             "targets": [{**t.to_json(), "device": self.device, "versions": self.versions} for t in self.targets],
         }
@@ -134,6 +138,8 @@ class VerifyReport:
             lines += ["", "Engine errors:", *(f"- {error}" for error in self.errors)]
         if self.own_tests is not None:
             lines += ["", *own_tests_lines(self.own_tests)]
+        if self.repo_checks is not None:
+            lines += ["", *repo_checks_lines(self.repo_checks)]
         lines += ["", "Reproduce:", "", "```", reproduce, "```", ""]
         return "\n".join(lines)
 

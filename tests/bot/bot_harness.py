@@ -50,6 +50,7 @@ class FakeReport:
     targets: list[FakeTarget]
     changed_files: list[str]
     own_tests: Any = None  # an `OwnTests`, for a test of what a broken own test does to a group
+    repo_checks: Any = None  # a `RepoChecks`, for a test of what a broken repository check does to a group
 
     def to_json(self) -> dict[str, Any]:
         return {"targets": [t.__dict__ for t in self.targets], "changed_files": self.changed_files}

@@ -1,0 +1,181 @@
+"""The checkout's own repository checks (`make quality`, repository consistency) on both trees.
+
+Each tree gets a checkout of its own: the checkout's files (utils/, tests/, docs/, Makefile,
+setup.py, ...) copied, and `src/` a link to the tree, so `python utils/check_copies.py` run from
+its root reads exactly that tree. A check runs as CI runs it: from the checkout root, with the
+Makefile's exported variables (`PYTHONPATH=src`), in the checkout's environment, with the
+checkout's pinned ruff first on PATH (`codemods.tool_env`); a command the environment lacks
+(`doc-builder`, an optional quality tool) is "not run", said with the reason.
+
+A check that passes on the original and fails on the rewritten tree is the change's fault: its
+output goes into the report and the change is not proposed. A check that already fails on the
+original is listed as such and blamed on nobody.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bot.verify.repo_check_list import RepoCheck, read_makefile, repo_checks
+from bot.verify.runner import inherited_environment
+from codemods.formatter import find_pin
+from codemods.tool_env import ToolUnavailable, installed_tool
+
+CHECK_TIMEOUT_S = 600.0
+_NOT_FOUND = 127  # the shell's "command not found"
+_OUTPUT_LINES = 40
+_SKIPPED_IN_COPY = shutil.ignore_patterns(".git", "__pycache__", "*.pyc")
+SIDES = ("original", "rewritten")
+
+
+@dataclass
+class CheckResult:
+    name: str
+    source: str
+    before: str  # "passed", "failed" or "not run"
+    after: str
+    output: str = ""  # the failing side's last lines (the rewritten tree's when it broke there)
+
+    @property
+    def broken(self) -> bool:
+        return self.before == "passed" and self.after == "failed"
+
+
+@dataclass
+class RepoChecks:
+    checks: list[CheckResult] = field(default_factory=list)
+    ruff: str | None = None  # the pinned ruff the checks ran with
+    error: str | None = None  # the checks could not be run at all
+
+    @property
+    def broken(self) -> list[CheckResult]:
+        return [check for check in self.checks if check.broken]
+
+    def line(self) -> str:
+        if self.error:
+            return f"repository checks: not run ({self.error})"
+        if not self.checks:
+            return "repository checks: none found in the Makefile or the workflows"
+        ran = [c for c in self.checks if "not run" not in (c.before, c.after)]
+        text = f"repository checks: {len(ran)} run"
+        if self.broken:
+            text += f", {len(self.broken)} broken by the change ({', '.join(c.name for c in self.broken)})"
+        else:
+            text += ", none broken by the change"
+        failing = [c for c in ran if c.before == "failed"]
+        if failing:
+            text += f"; {len(failing)} already failing before it ({', '.join(c.name for c in failing)})"
+        skipped = [c for c in self.checks if c not in ran]
+        if skipped:
+            text += f"; not run: {', '.join(c.name for c in skipped)}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RepoChecks:
+        return cls([CheckResult(**check) for check in data.get("checks", [])], data.get("ruff"), data.get("error"))
+
+
+def repo_checks_lines(result: RepoChecks) -> list[str]:
+    """The checks' line for a report, and each broken check with its output."""
+    lines = [f"{'❌' if result.broken else '✅'} {result.line()}"]
+    for check in result.broken:
+        lines += ["", f"`{check.name}` ({check.source}) passes on the original tree and fails on the rewritten one:"]
+        lines += ["", "```", check.output, "```"]
+    return lines
+
+
+def checkout_checks(
+    checkout: Path,
+    trees: dict[str, Path],
+    work_dir: Path,
+    python: Path | None = None,
+    say: Callable[[str], None] = lambda message: None,
+) -> RepoChecks:
+    """The checkout's checks on each tree (`SIDES` -> package directory), compared."""
+    checks = repo_checks(checkout)
+    if not checks:
+        return RepoChecks()
+    say(f"running the checkout's {len(checks)} repository check(s) on both trees")
+    shutil.rmtree(work_dir, ignore_errors=True)
+    roots = {side: _checkout_of(checkout, trees[side], work_dir / side) for side in SIDES}
+    environment, ruff = check_environment(checkout, Path(python or sys.executable))
+    result = RepoChecks(ruff=ruff)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for check in checks:
+            before, after = pool.map(run_check, [check, check], [roots[side] for side in SIDES], [environment] * 2)
+            result.checks.append(_compared(check, before, after))
+    say(result.line())
+    return result
+
+
+def check_environment(checkout: Path, python: Path) -> tuple[dict[str, str], str | None]:
+    """What a check runs in: the checkout's environment first on PATH (its pinned ruff before it),
+    the Makefile's exports, the Hub offline. Also the pinned ruff's name, or None."""
+    environment = inherited_environment()
+    environment.update(read_makefile(checkout / "Makefile").exported)
+    environment.update({"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    path = [str(python.parent)]
+    pin, ruff = find_pin(checkout / "pyproject.toml"), None
+    if pin is not None:
+        try:
+            path.insert(0, str(installed_tool("ruff", pin.version).parent))
+            ruff = pin.name
+        except ToolUnavailable:
+            pass  # then whatever ruff the environment has, as CI without the pin would
+    environment["PATH"] = os.pathsep.join([*path, environment.get("PATH", "")])
+    return environment, ruff
+
+
+def run_check(check: RepoCheck, root: Path, environment: dict[str, str]) -> tuple[str, str]:
+    """("passed" | "failed" | "not run", the output's last lines) of `check` run from `root`."""
+    script = "set -e\n" + "\n".join(check.lines) + "\n"
+    try:
+        done = subprocess.run(
+            ["bash", "-c", script],
+            check=False,
+            cwd=root,
+            env=environment,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=CHECK_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return "failed", f"did not finish within {CHECK_TIMEOUT_S:.0f} s"
+    output = "\n".join((done.stdout + done.stderr).strip().splitlines()[-_OUTPUT_LINES:])
+    if done.returncode == _NOT_FOUND and "command not found" in done.stderr:
+        return "not run", output.splitlines()[-1] if output else "command not found"
+    return ("passed" if done.returncode == 0 else "failed"), output
+
+
+def _compared(check: RepoCheck, before: tuple[str, str], after: tuple[str, str]) -> CheckResult:
+    output = after[1] if after[0] == "failed" else before[1] if before[0] != "passed" else ""
+    return CheckResult(check.name, check.source, before[0], after[0], output)
+
+
+def _checkout_of(checkout: Path, tree: Path, root: Path) -> Path:
+    """A checkout at `root` whose `src/<package>` is `tree` (copied: some checks write, as `make` would)."""
+    shutil.copytree(checkout, root, ignore=_outside_src(checkout))
+    shutil.copytree(tree, root / "src" / tree.name, ignore=_SKIPPED_IN_COPY)
+    return root
+
+
+def _outside_src(checkout: Path) -> Callable[[str, list[str]], set[str]]:
+    def ignored(directory: str, names: list[str]) -> set[str]:
+        skipped = set(_SKIPPED_IN_COPY(directory, names))
+        if Path(directory) == checkout:
+            skipped.add("src")
+        return skipped
+
+    return ignored
