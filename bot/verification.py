@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from bot.groups import PACKAGE_DIR, FixGroup
 
 VERIFIED = "verified"
+_BEFORE = {"passed": "passes", "skipped": "is skipped (the change turns it on)"}
 # When targets disagree, the group takes the worst verdict present.
 _WORST_FIRST = ("regressed", "failed", "unverified", "no-gain")
 
@@ -128,7 +129,7 @@ def verify_group(
     verdict = group_verdict([t["verdict"] for t in targets])
     expected = {Path(path).relative_to(PACKAGE_DIR).as_posix() for path in group.files}
     rewritten = {_package_relative(path, src) for path in report.changed_files}
-    broken = report.own_tests.broken if report.own_tests else []
+    broken = [b for tests in (report.own_tests, report.turned_on_tests) if tests is not None for b in tests.broken]
     checks_broken = report.repo_checks.broken if report.repo_checks else []
     if rewritten and rewritten != expected:
         verdict, reason = "failed", f"the verifier rewrote {sorted(rewritten)}, the plan {sorted(expected)}"
@@ -136,7 +137,8 @@ def verify_group(
         first = broken[0]
         verdict = "failed"
         reason = (
-            f"diffusers' own test {first['test']} passes before the change and fails after: {_clip(first['message'])}"
+            f"diffusers' own test {first['test']} {_BEFORE[first.get('before', 'passed')]} before the change and fails "
+            f"after: {_clip(first['message'])}"
         )
         reason += f" (+{len(broken) - 1} more)" if len(broken) > 1 else ""
     elif checks_broken:

@@ -19,7 +19,7 @@ from typing import Any
 
 from bot.verify.changes import ChangeSet, Rewrite, rewrite_copy
 from bot.verify.environment import checkout_of
-from bot.verify.own_tests import DEFAULT_BUDGET_S, changed_files_tests
+from bot.verify.own_tests import DEFAULT_BUDGET_S, changed_files_tests, turned_on_tests
 from bot.verify.plan import LoopShapes, TreeMap, exercised, targets_to_run
 from bot.verify.protocol import WorkerRequest
 from bot.verify.repo_checks import checkout_checks
@@ -73,12 +73,13 @@ def verify(
         changes = rewrite_copy(src, root, select=select, paths=paths)
         lap("rewrite")
         say(f"{len(changes.rewrites)} rewrite(s) in {len(changes.changed_files)} file(s)")
-        results, tests, checks = [], None, None
+        results, tests, turned_on, checks = [], None, None, None
         if changes.rewrites:
             results = _verify_changes(src, changes, root, device, compile, tolerance, say, python)
             lap("targets")
             if own_tests:
                 tests = changed_files_tests(src, changes, root / "own-tests", python, tests_budget_s, say)
+                turned_on = turned_on_tests(src, changes, root / "turned-on-tests", python, tests_budget_s, say)
                 lap("own tests")
             checkout = checkout_of(src)
             if repo_checks and checkout is not None:
@@ -104,6 +105,7 @@ def verify(
         rewrites={r.where: list(r.rules) for r in changes.rewrites},
         phases=phases,
         repo_checks=checks,
+        turned_on_tests=turned_on,
     )
 
 

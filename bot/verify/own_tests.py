@@ -7,8 +7,9 @@ environment with the Hub offline (a test that would download fails at once inste
 on retries), `OMP_NUM_THREADS=1`, and `@slow` tests skipped as diffusers skips them by default.
 Both stop at the time budget; only tests that finished on both sides are compared.
 
-A test that passes on the original and fails on the rewritten tree breaks the change; tests
-that already fail on the original are listed and not blamed on it.
+A test that passes on the original and fails on the rewritten tree breaks the change, and so
+does one skipped on the original that the change turns on (a gated test: see `turned_on_tests`)
+and that then fails; tests that already fail on the original are listed and not blamed on it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from bot.verify import own_tests_plugin
 from bot.verify.covering_tests import CheckoutTests
 from bot.verify.runner import inherited_environment
 from bot.verify.targets.from_tests import tests_dir_of
+from bot.verify.turned_on_tests import GatedTests, gained_attributes
 
 if TYPE_CHECKING:
     from bot.verify.changes import ChangeSet
@@ -44,6 +46,7 @@ ENVIRONMENT = {
     "HF_DATASETS_OFFLINE": "1",
     "TOKENIZERS_PARALLELISM": "false",
 }
+TURNED_ON_TITLE = "the tests the change turns on (run on the CPU, accelerator skips lifted)"
 PYTEST_OPTIONS = ("--continue-on-collection-errors",)
 _CHECKOUT_CONFIG = ("pyproject.toml", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
 _PLUGIN = "codemod_own_tests_plugin"
@@ -64,6 +67,7 @@ class OwnTests:
     budget_s: float = DEFAULT_BUDGET_S
     imported: dict[str, str | None] = field(default_factory=dict)  # tree -> the diffusers its tests imported
     error: str | None = None  # the tests could not be run or compared at all
+    title: str = "diffusers' own tests"
 
     @property
     def same(self) -> bool:
@@ -71,10 +75,10 @@ class OwnTests:
 
     def line(self) -> str:
         if self.error:
-            return f"diffusers' own tests: not compared ({self.error})"
+            return f"{self.title}: not compared ({self.error})"
         if not self.modules:
-            return "diffusers' own tests: no test module covers the changed files"
-        text = f"diffusers' own tests: {self.passed} passed, {self.skipped} skipped"
+            return f"{self.title}: no test module covers the changed files"
+        text = f"{self.title}: {self.passed} passed, {self.skipped} skipped"
         if self.same:
             text += " (same before and after)"
         else:
@@ -118,6 +122,38 @@ def changed_files_tests(
     return result
 
 
+def turned_on_tests(
+    src: Path,
+    changes: ChangeSet,
+    work_dir: Path,
+    python: Path | None = None,
+    budget_s: float = DEFAULT_BUDGET_S,
+    say: Callable[[str], None] = lambda message: None,
+) -> OwnTests | None:
+    """The checkout's tests that `changes` turns on (skipped before it), run on both trees with their
+    accelerator skips lifted; None when it turns none on (or the tree has no `tests/`)."""
+    tests_dir = tests_dir_of(src.resolve())
+    if tests_dir is None:
+        return None
+    gained = {}
+    for path, (before, after) in changes.result.changes.items():
+        attributes = gained_attributes(before, after)
+        if attributes:
+            gained[Path(path).relative_to(changes.rewritten).as_posix()] = attributes
+    turned_on = GatedTests(tests_dir).turned_on(src, gained)
+    if not turned_on.node_ids:
+        return None
+    say(
+        f"running the {len(turned_on.node_ids)} test(s) the change turns on, on the CPU: {', '.join(turned_on.node_ids)}"
+    )
+    trees = {"original": changes.original, "rewritten": changes.rewritten}
+    python = Path(python or sys.executable)
+    result = run_own_tests(python, tests_dir.parent, trees, turned_on.node_ids, work_dir, budget_s, turned_on.names)
+    result.title = TURNED_ON_TITLE
+    say(result.line())
+    return result
+
+
 def run_own_tests(
     python: Path,
     checkout: Path,
@@ -125,8 +161,10 @@ def run_own_tests(
     modules: list[str],
     work_dir: Path,
     budget_s: float = DEFAULT_BUDGET_S,
+    lift: list[str] | None = None,
 ) -> OwnTests:
-    """Run `modules` (paths relative to `checkout`) against each tree (`SIDES` -> package directory)."""
+    """Run `modules` (paths or node ids relative to `checkout`) against each tree (`SIDES` -> package
+    directory); `lift`: test names run despite their "needs an accelerator" skip."""
     result = OwnTests(modules=list(modules), command=command_for(modules), budget_s=budget_s)
     if not modules:
         return result
@@ -135,7 +173,7 @@ def run_own_tests(
     plugin_dir = work_dir / "plugin"
     plugin_dir.mkdir(parents=True)
     shutil.copyfile(own_tests_plugin.__file__, plugin_dir / f"{_PLUGIN}.py")
-    runs = {side: _start(python, checkout, trees[side], modules, work_dir / side, plugin_dir) for side in SIDES}
+    runs = {side: _start(python, checkout, trees[side], modules, work_dir / side, plugin_dir, lift) for side in SIDES}
     outcomes: dict[str, dict[str, dict[str, str]]] = {}
     collected: set[str] = set()
     for side, (process, out_file, log_file) in runs.items():
@@ -158,7 +196,13 @@ def run_own_tests(
 
 
 def _start(
-    python: Path, checkout: Path, tree: Path, modules: list[str], side_dir: Path, plugin_dir: Path
+    python: Path,
+    checkout: Path,
+    tree: Path,
+    modules: list[str],
+    side_dir: Path,
+    plugin_dir: Path,
+    lift: list[str] | None = None,
 ) -> tuple[subprocess.Popen, Path, Path]:
     """A checkout of `tree` alone (src -> the tree, tests copied) and pytest started in it."""
     side_dir.mkdir(parents=True)
@@ -172,6 +216,7 @@ def _start(
     environment.update(ENVIRONMENT)
     environment["PYTHONPATH"] = os.pathsep.join([str(side_dir / "src"), str(plugin_dir)])
     environment["CODEMOD_OWN_TESTS_OUT"] = str(out_file)
+    environment["CODEMOD_OWN_TESTS_LIFT"] = ",".join(lift or [])
     command = [str(python), "-m", "pytest", "-p", _PLUGIN, "-p", "no:cacheprovider", "-q", *PYTEST_OPTIONS, *modules]
     with log_file.open("w") as log:
         process = subprocess.Popen(
@@ -214,8 +259,8 @@ def _compare(result: OwnTests, before: dict[str, dict[str, str]], after: dict[st
         elif was == now:
             result.passed += was == "passed"
             result.skipped += was == "skipped"
-        elif was == "passed" and now in ("failed", "error"):
-            result.broken.append({"test": test, "message": _clip(after[test]["message"])})
+        elif was in ("passed", "skipped") and now in ("failed", "error"):
+            result.broken.append({"test": test, "before": was, "message": _clip(after[test]["message"])})
         else:
             result.changed.append({"test": test, "before": was, "after": now})
 

@@ -50,6 +50,7 @@ class FakeReport:
     targets: list[FakeTarget]
     changed_files: list[str]
     own_tests: Any = None  # an `OwnTests`, for a test of what a broken own test does to a group
+    turned_on_tests: Any = None  # an `OwnTests` of the tests the change turns on
     repo_checks: Any = None  # a `RepoChecks`, for a test of what a broken repository check does to a group
 
     def to_json(self) -> dict[str, Any]:
