@@ -19,7 +19,7 @@ from typing import Any
 
 from bot.verify.changes import ChangeSet, Rewrite, rewrite_copy
 from bot.verify.environment import checkout_of
-from bot.verify.own_tests import DEFAULT_BUDGET_S, changed_files_tests, turned_on_tests
+from bot.verify.own_tests import DEFAULT_BUDGET_S, changed_files_tests
 from bot.verify.plan import LoopShapes, TreeMap, exercised, targets_to_run
 from bot.verify.protocol import WorkerRequest
 from bot.verify.repo_checks import checkout_checks
@@ -27,6 +27,7 @@ from bot.verify.report import TargetResult, VerifyReport
 from bot.verify.runner import run_tree
 from bot.verify.targets import TargetSpec, all_targets
 from bot.verify.targets.from_tests import cannot_run, discover, tests_dir_of
+from bot.verify.turned_on_tests import turned_on_tests
 from bot.verify.verdict import OUTPUT_RULES, STRUCTURE_RULES, Side, judge, parity_tolerance
 
 DEVICES = ("emu", "cuda", "cpu")

@@ -31,7 +31,6 @@ from bot.verify import own_tests_plugin
 from bot.verify.covering_tests import CheckoutTests
 from bot.verify.runner import inherited_environment
 from bot.verify.targets.from_tests import tests_dir_of
-from bot.verify.turned_on_tests import GatedTests, gained_attributes
 
 if TYPE_CHECKING:
     from bot.verify.changes import ChangeSet
@@ -46,9 +45,8 @@ ENVIRONMENT = {
     "HF_DATASETS_OFFLINE": "1",
     "TOKENIZERS_PARALLELISM": "false",
 }
-TURNED_ON_TITLE = "the tests the change turns on (run on the CPU, accelerator skips lifted)"
 PYTEST_OPTIONS = ("--continue-on-collection-errors",)
-_CHECKOUT_CONFIG = ("pyproject.toml", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
+CHECKOUT_CONFIG = ("pyproject.toml", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
 _PLUGIN = "codemod_own_tests_plugin"
 SIDES = ("original", "rewritten")
 
@@ -68,6 +66,8 @@ class OwnTests:
     imported: dict[str, str | None] = field(default_factory=dict)  # tree -> the diffusers its tests imported
     error: str | None = None  # the tests could not be run or compared at all
     title: str = "diffusers' own tests"
+    fixed: list[dict[str, str]] = field(default_factory=list)  # failed, and pass with the test edit: test, fix
+    test_edits: dict[str, str] = field(default_factory=dict)  # checkout-relative test file -> its text with the fix
 
     @property
     def same(self) -> bool:
@@ -85,6 +85,8 @@ class OwnTests:
             text += f"; {len(self.broken)} broken by the change, {len(self.changed)} other difference(s)"
         if self.failing_before:
             text += f"; {len(self.failing_before)} already failing before the change (not counted)"
+        if self.fixed:
+            text += f"; {len(self.fixed)} pass with the test edit the change carries"
         if self.not_run:
             text += f"; {self.not_run} not finished on both trees within {self.budget_s:.0f} s"
         return text
@@ -118,38 +120,6 @@ def changed_files_tests(
     say(f"running diffusers' own tests on both trees: {len(modules)} module(s), at most {budget_s:.0f} s")
     trees = {"original": changes.original, "rewritten": changes.rewritten}
     result = run_own_tests(Path(python or sys.executable), tests_dir.parent, trees, modules, work_dir, budget_s)
-    say(result.line())
-    return result
-
-
-def turned_on_tests(
-    src: Path,
-    changes: ChangeSet,
-    work_dir: Path,
-    python: Path | None = None,
-    budget_s: float = DEFAULT_BUDGET_S,
-    say: Callable[[str], None] = lambda message: None,
-) -> OwnTests | None:
-    """The checkout's tests that `changes` turns on (skipped before it), run on both trees with their
-    accelerator skips lifted; None when it turns none on (or the tree has no `tests/`)."""
-    tests_dir = tests_dir_of(src.resolve())
-    if tests_dir is None:
-        return None
-    gained = {}
-    for path, (before, after) in changes.result.changes.items():
-        attributes = gained_attributes(before, after)
-        if attributes:
-            gained[Path(path).relative_to(changes.rewritten).as_posix()] = attributes
-    turned_on = GatedTests(tests_dir).turned_on(src, gained)
-    if not turned_on.node_ids:
-        return None
-    say(
-        f"running the {len(turned_on.node_ids)} test(s) the change turns on, on the CPU: {', '.join(turned_on.node_ids)}"
-    )
-    trees = {"original": changes.original, "rewritten": changes.rewritten}
-    python = Path(python or sys.executable)
-    result = run_own_tests(python, tests_dir.parent, trees, turned_on.node_ids, work_dir, budget_s, turned_on.names)
-    result.title = TURNED_ON_TITLE
     say(result.line())
     return result
 
@@ -208,7 +178,7 @@ def _start(
     side_dir.mkdir(parents=True)
     (side_dir / "src").symlink_to(tree.parent.resolve(), target_is_directory=True)
     shutil.copytree(checkout / "tests", side_dir / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in _CHECKOUT_CONFIG:
+    for name in CHECKOUT_CONFIG:
         if (checkout / name).is_file():
             shutil.copyfile(checkout / name, side_dir / name)
     out_file, log_file = side_dir / "outcomes.jsonl", side_dir / "pytest.log"

@@ -160,6 +160,7 @@ def own_tests_lines(tests: OwnTests) -> list[str]:
         for b in tests.broken
     ]
     lines += [f"- `{c['test']}`: {c['before']} before, {c['after']} after" for c in tests.changed]
+    lines += [f"- `{f['test']}` passes with the change's test edit: {f['fix']}" for f in tests.fixed]
     if tests.failing_before:
         rows = [f"- `{f['test']}` ({f['after']} after): {f['message']}" for f in tests.failing_before]
         title = f"Already failing on the original tree: {len(tests.failing_before)} test(s)"

@@ -10,16 +10,33 @@ the change's own covering tests never ran before. Here:
 3. in the modules that test the changed class, the test classes configured for it (`model_class`,
    inherited from a config class of the same module) that define or inherit those functions.
 The result is pytest node ids, and the test names whose "needs an accelerator" skip is lifted.
+They run on both trees like the covering tests (`own_tests`). One that the change makes fail
+with `FailOnRecompileLimitHit` gets the override a maintainer would write (`recompile_limit`),
+confirmed by running the test again; the edit travels with the change.
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.verify.covering_tests import CheckoutTests
+from bot.verify.own_tests import CHECKOUT_CONFIG, DEFAULT_BUDGET_S, ENVIRONMENT, OwnTests, run_own_tests
+from bot.verify.recompile_limit import LIMIT_HIT, probe_limit, with_recompile_limit
+from bot.verify.runner import inherited_environment
+from bot.verify.targets.from_tests import tests_dir_of
+
+if TYPE_CHECKING:
+    from bot.verify.changes import ChangeSet
+
+TITLE = "the tests the change turns on (run on the CPU, accelerator skips lifted)"
 
 
 @dataclass(frozen=True)
@@ -81,6 +98,87 @@ class GatedTests:
                             node_ids.append(f"{module}::{test_class}::{function}")
         names = sorted({node.rsplit("::", 1)[1] for node in node_ids})
         return TurnedOn(list(dict.fromkeys(node_ids)), names, attributes)
+
+
+def turned_on_tests(
+    src: Path,
+    changes: ChangeSet,
+    work_dir: Path,
+    python: Path | None = None,
+    budget_s: float = DEFAULT_BUDGET_S,
+    say: Callable[[str], None] = lambda message: None,
+) -> OwnTests | None:
+    """The checkout's tests that `changes` turns on, run on both trees with their accelerator skips
+    lifted, recompile limits carried where needed; None when it turns none on (or there is no `tests/`)."""
+    tests_dir = tests_dir_of(src.resolve())
+    if tests_dir is None:
+        return None
+    gained = {}
+    for path, (before, after) in changes.result.changes.items():
+        attributes = gained_attributes(before, after)
+        if attributes:
+            gained[Path(path).relative_to(changes.rewritten).as_posix()] = attributes
+    turned_on = GatedTests(tests_dir).turned_on(src, gained)
+    if not turned_on.node_ids:
+        return None
+    say(f"running the {len(turned_on.node_ids)} test(s) the change turns on: {', '.join(turned_on.node_ids)}")
+    trees = {"original": changes.original, "rewritten": changes.rewritten}
+    python = Path(python or sys.executable)
+    checkout = tests_dir.parent
+    result = run_own_tests(python, checkout, trees, turned_on.node_ids, work_dir, budget_s, turned_on.names)
+    result.title = TITLE
+    if any(LIMIT_HIT in broken["message"] for broken in result.broken):
+        carry_recompile_limits(python, checkout, trees, result, work_dir / "recompile-limit", budget_s, say)
+    say(result.line())
+    return result
+
+
+def carry_recompile_limits(
+    python: Path,
+    checkout: Path,
+    trees: dict[str, Path],
+    result: OwnTests,
+    work_dir: Path,
+    budget_s: float,
+    say: Callable[[str], None],
+) -> None:
+    """Measure the limit each test broken by `FailOnRecompileLimitHit` needs, write the override into a copy
+    of the checkout's tests, run the tests again there; those that pass move from `broken` to `fixed`."""
+    hit = [broken["test"] for broken in result.broken if LIMIT_HIT in broken["message"]]
+    edited = work_dir / "checkout"
+    shutil.rmtree(work_dir, ignore_errors=True)
+    (edited / "src").mkdir(parents=True)
+    (edited / "src" / trees["rewritten"].name).symlink_to(trees["rewritten"].resolve(), target_is_directory=True)
+    shutil.copytree(checkout / "tests", edited / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in CHECKOUT_CONFIG:
+        if (checkout / name).is_file():
+            shutil.copyfile(checkout / name, edited / name)
+    environment = {**inherited_environment(), **ENVIRONMENT}
+    environment["PYTHONPATH"] = os.pathsep.join([str(edited / "src"), str(edited)])
+    fixes = {}
+    for node_id in hit:
+        probed = probe_limit(python, edited, node_id, environment)
+        say(f"{node_id}: passes at recompile_limit={probed.limit}" if probed.limit else f"{node_id}: {probed.error}")
+        if probed.limit is None:
+            continue
+        module, test_class, test_name = node_id.split("::")
+        path = edited / module
+        path.write_text(
+            with_recompile_limit(path.read_text("utf-8"), test_class, test_name, probed.limit, probed.blocks)
+        )
+        fixes[node_id] = f"recompile_limit={probed.limit} in {test_class}"
+    if not fixes:
+        return
+    lift = sorted({node_id.rsplit("::", 1)[1] for node_id in fixes})
+    again = run_own_tests(python, edited, trees, list(fixes), work_dir / "again", budget_s, lift)
+    still = {broken["test"] for broken in again.broken} | ({*fixes} if again.error else set())
+    passing = {node_id for node_id in fixes if node_id not in still}
+    modules = {node_id.split("::")[0] for node_id in passing}
+    if not modules or any(node_id.split("::")[0] in modules and node_id not in passing for node_id in fixes):
+        return  # a test file is carried only with every fix in it confirmed
+    result.broken = [broken for broken in result.broken if broken["test"] not in passing]
+    result.fixed = [{"test": node_id, "fix": fixes[node_id]} for node_id in sorted(passing)]
+    result.test_edits = {module: (edited / module).read_text("utf-8") for module in sorted(modules)}
 
 
 def _class_names(text: str) -> dict[str, set[str]]:
