@@ -72,6 +72,7 @@ class Verification:
     markdown: str  # the verifier's table and parity numbers, for the PR body
     targets: list[dict[str, Any]] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)
+    test_edits: dict[str, str] = field(default_factory=dict)  # repository-relative test file -> text the fix needs
 
     @property
     def verified(self) -> bool:
@@ -148,7 +149,10 @@ def verify_group(
         reason += f" (+{len(checks_broken) - 1} more)" if len(checks_broken) > 1 else ""
     else:
         reason = _reason(verdict, targets)
-    return Verification(**base, verdict=verdict, reason=reason, markdown=markdown, targets=targets, report=as_json)
+    edits = report.turned_on_tests.test_edits if report.turned_on_tests else {}
+    return Verification(
+        **base, verdict=verdict, reason=reason, markdown=markdown, targets=targets, report=as_json, test_edits=edits
+    )
 
 
 def _package_relative(path: str, src: Path) -> str:
