@@ -110,13 +110,23 @@ def checkout_checks(
     shutil.rmtree(work_dir, ignore_errors=True)
     roots = {side: _checkout_of(checkout, trees[side], work_dir / side) for side in SIDES}
     environment, ruff = check_environment(checkout, Path(python or sys.executable))
-    result = RepoChecks(ruff=ruff)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        for check in checks:
-            before, after = pool.map(run_check, [check, check], [roots[side] for side in SIDES], [environment] * 2)
-            result.checks.append(_compared(check, before, after))
+        before, after = pool.map(lambda side: run_checks(checks, roots[side], environment), SIDES)
+    result = compared(checks, before, after, ruff)
     say(result.line())
     return result
+
+
+def run_checks(checks: list[RepoCheck], root: Path, environment: dict[str, str]) -> list[tuple[str, str]]:
+    """Each check's (outcome, output) run from the checkout at `root`, in order."""
+    return [run_check(check, root, environment) for check in checks]
+
+
+def compared(
+    checks: list[RepoCheck], before: list[tuple[str, str]], after: list[tuple[str, str]], ruff: str | None
+) -> RepoChecks:
+    """The checks' outcomes on the original (`before`) and the rewritten tree (`after`), side by side."""
+    return RepoChecks([_compared(*row) for row in zip(checks, before, after, strict=True)], ruff)
 
 
 def check_environment(checkout: Path, python: Path) -> tuple[dict[str, str], str | None]:
@@ -179,3 +189,40 @@ def _outside_src(checkout: Path) -> Callable[[str, list[str]], set[str]]:
         return skipped
 
     return ignored
+
+
+@dataclass
+class InPlaceChecks:
+    """`codemod run --check-repo`: the checks run on the user's checkout itself, before and after the write.
+
+    Nothing is copied and nothing is stashed: the same tree is checked, written, checked again.
+    """
+
+    checkout: Path
+    checks: list[RepoCheck]
+    environment: dict[str, str]
+    ruff: str | None
+    before: list[tuple[str, str]]
+
+    @classmethod
+    def before_writing(cls, paths: tuple[Path, ...], python: Path) -> InPlaceChecks:
+        checkout = checkout_above(paths)
+        checks = repo_checks(checkout)
+        environment, ruff = check_environment(checkout, python)
+        return cls(checkout, checks, environment, ruff, run_checks(checks, checkout, environment))
+
+    def after_writing(self) -> RepoChecks:
+        return compared(self.checks, self.before, run_checks(self.checks, self.checkout, self.environment), self.ruff)
+
+
+def checkout_above(paths: tuple[Path, ...]) -> Path:
+    """The checkout holding `paths`: the nearest folder above the first with a `src/` and a Makefile or workflows."""
+    start = paths[0].resolve() if paths else Path.cwd()
+    for folder in [start, *start.parents]:
+        has_checks = (folder / "Makefile").is_file() or (folder / ".github" / "workflows").is_dir()
+        if (folder / "src").is_dir() and has_checks:
+            return folder
+    raise ValueError(
+        f"{paths[0] if paths else '.'}: no checkout above it (a folder with src/ and a Makefile or "
+        ".github/workflows/); --check-repo needs the repository's own checks"
+    )
