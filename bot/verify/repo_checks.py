@@ -14,6 +14,7 @@ original is listed as such and blamed on nobody.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -30,6 +31,9 @@ from codemods.formatter import find_pin
 from codemods.tool_env import ToolUnavailable, installed_tool
 
 CHECK_TIMEOUT_S = 600.0
+# The original tree's outcomes by `_original_key`: a bot run verifies many groups of one checkout, and
+# the original side of each is the same tree, so its checks run once a process.
+_ORIGINAL_OUTCOMES: dict[str, list[tuple[str, str]]] = {}
 _NOT_FOUND = 127  # the shell's "command not found"
 _OUTPUT_LINES = 40
 _SKIPPED_IN_COPY = shutil.ignore_patterns(".git", "__pycache__", "*.pyc")
@@ -108,13 +112,26 @@ def checkout_checks(
         return RepoChecks()
     say(f"running the checkout's {len(checks)} repository check(s) on both trees")
     shutil.rmtree(work_dir, ignore_errors=True)
-    roots = {side: _checkout_of(checkout, trees[side], work_dir / side) for side in SIDES}
-    environment, ruff = check_environment(checkout, Path(python or sys.executable))
+    python = Path(python or sys.executable)
+    environment, ruff = check_environment(checkout, python)
+    key = _original_key(checkout, trees["original"], python, checks)
+    sides = [side for side in SIDES if side != "original" or key not in _ORIGINAL_OUTCOMES]
+    roots = {side: _checkout_of(checkout, trees[side], work_dir / side) for side in sides}
     with ThreadPoolExecutor(max_workers=2) as pool:
-        before, after = pool.map(lambda side: run_checks(checks, roots[side], environment), SIDES)
-    result = compared(checks, before, after, ruff)
+        outcomes = dict(zip(sides, pool.map(lambda side: run_checks(checks, roots[side], environment), sides)))
+    before = _ORIGINAL_OUTCOMES.setdefault(key, outcomes.get("original", []))
+    result = compared(checks, before, outcomes["rewritten"], ruff)
     say(result.line())
     return result
+
+
+def _original_key(checkout: Path, tree: Path, python: Path, checks: list[RepoCheck]) -> str:
+    """What the original tree's outcomes depend on: the checkout, the tree's files, the interpreter, the checks."""
+    digest = hashlib.sha256(f"{checkout.resolve()}\0{python}\0{[c.lines for c in checks]}".encode())
+    for path in sorted(tree.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(f"\0{path.relative_to(tree)}\0".encode() + path.read_bytes())
+    return digest.hexdigest()
 
 
 def run_checks(checks: list[RepoCheck], root: Path, environment: dict[str, str]) -> list[tuple[str, str]]:

@@ -70,3 +70,13 @@ def test_a_check_runs_from_the_checkout_root_with_the_makefiles_exports(tmp_path
     assert [c.output for c in result.checks] == [
         str(tmp_path / "work" / "rewritten" / "src" / "diffusers" / "__init__.py")
     ]
+
+
+def test_the_original_trees_checks_run_once_for_every_change_to_the_same_tree(tmp_path: Path) -> None:
+    makefile = "repo-consistency:\n\tpython -c 'import pathlib; pathlib.Path(\"ran\").touch()'\n"
+    checkout = _checkout(tmp_path, makefile)
+    trees = _trees(checkout, tmp_path)
+    for group in ("first", "second"):
+        checkout_checks(checkout, trees, tmp_path / group, Path(sys.executable))
+    ran = sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.glob("*/*/ran"))
+    assert ran == ["first/original/ran", "first/rewritten/ran", "second/rewritten/ran"]
