@@ -98,6 +98,8 @@ def run(
         checked = in_place.after_writing()
         print("\n".join(repo_checks_lines(checked)), file=sys.stderr)
         code = max(code, 1) if checked.broken else code
+        for line in in_place.turned_on_lines(result.changes):
+            print(line, file=sys.stderr)
     raise typer.Exit(code)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from bot.verify.repo_check_list import RepoCheck, read_makefile, repo_checks
 from bot.verify.runner import inherited_environment
+from bot.verify.turned_on_tests import turned_on_by
 from codemods.formatter import find_pin
 from codemods.tool_env import ToolUnavailable, installed_tool
 
@@ -230,6 +231,20 @@ class InPlaceChecks:
 
     def after_writing(self) -> RepoChecks:
         return compared(self.checks, self.before, run_checks(self.checks, self.checkout, self.environment), self.ruff)
+
+    def turned_on_lines(self, changes: dict[str, tuple[str, str]]) -> list[str]:
+        """The checkout's tests the written changes turn on: what `codemod verify` runs, and carries fixes for."""
+        packages = [p for p in (self.checkout / "src").iterdir() if (p / "__init__.py").is_file()]
+        if not (self.checkout / "tests").is_dir() or not packages:
+            return []
+        node_ids = [n for package in packages for n in turned_on_by(self.checkout / "tests", package, changes).node_ids]
+        if not node_ids:
+            return []
+        return [
+            f"check-repo: the changes turn on {len(node_ids)} test(s) that were skipped before; `codemod verify` runs "
+            "them on the CPU and carries the test edits they need:",
+            *(f"  {node_id}" for node_id in node_ids),
+        ]
 
 
 def checkout_above(paths: tuple[Path, ...]) -> Path:

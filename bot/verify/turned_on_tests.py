@@ -113,12 +113,7 @@ def turned_on_tests(
     tests_dir = tests_dir_of(src.resolve())
     if tests_dir is None:
         return None
-    gained = {}
-    for path, (before, after) in changes.result.changes.items():
-        attributes = gained_attributes(before, after)
-        if attributes:
-            gained[Path(path).relative_to(changes.rewritten).as_posix()] = attributes
-    turned_on = GatedTests(tests_dir).turned_on(src, gained)
+    turned_on = turned_on_by(tests_dir, changes.rewritten, changes.result.changes)
     if not turned_on.node_ids:
         return None
     say(f"running the {len(turned_on.node_ids)} test(s) the change turns on: {', '.join(turned_on.node_ids)}")
@@ -131,6 +126,16 @@ def turned_on_tests(
         carry_recompile_limits(python, checkout, trees, result, work_dir / "recompile-limit", budget_s, say)
     say(result.line())
     return result
+
+
+def turned_on_by(tests_dir: Path, package: Path, changes: dict[str, tuple[str, str]]) -> TurnedOn:
+    """The tests turned on by the engine's `changes` (path -> (before, after)) to the files of `package`."""
+    gained = {}
+    for path, (before, after) in changes.items():
+        attributes = gained_attributes(before, after)
+        if attributes and Path(path).resolve().is_relative_to(package.resolve()):
+            gained[Path(path).resolve().relative_to(package.resolve()).as_posix()] = attributes
+    return GatedTests(tests_dir).turned_on(package, gained)
 
 
 def carry_recompile_limits(

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from bot.verify.own_tests import run_own_tests
+from bot.verify.repo_checks import InPlaceChecks
 from bot.verify.turned_on_tests import GatedTests, gained_attributes
 
 MODEL = """\
@@ -115,3 +116,15 @@ def test_a_turned_on_test_runs_with_its_accelerator_skip_lifted_and_its_failure_
     lift = ["test_compile_repeated_blocks"]
     result = run_own_tests(Path(sys.executable), checkout, trees, [NODE], tmp_path / "runs", lift=lift)
     assert result.broken == [{"test": NODE, "before": "skipped", "message": "AssertionError: recompile limit hit"}]
+
+
+def test_run_check_repo_names_the_tests_the_written_changes_turn_on(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path)
+    (checkout / "src" / "diffusers" / "tiny.py").write_text(_rewritten())
+    in_place = InPlaceChecks(checkout, [], {}, None, [])
+    changes = {str(checkout / "src" / "diffusers" / "tiny.py"): (MODEL, _rewritten())}
+    assert in_place.turned_on_lines(changes) == [
+        "check-repo: the changes turn on 1 test(s) that were skipped before; `codemod verify` runs them on the CPU "
+        "and carries the test edits they need:",
+        f"  {NODE}",
+    ]
