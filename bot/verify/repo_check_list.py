@@ -16,7 +16,7 @@ command (`deps_table_check_updated`) is one check of several lines. Stdlib and P
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -90,7 +90,8 @@ def read_makefile(path: Path) -> Makefile:
 
 
 def repo_checks(checkout: Path) -> list[RepoCheck]:
-    """The checks the checkout's Makefile targets and PR workflows run, each once, in the order read."""
+    """The checks the checkout's Makefile targets and PR workflows run, each once (with every place that
+    runs it), in the order read."""
     makefile = read_makefile(checkout / "Makefile")
     found: list[RepoCheck] = []
     for workflow, job, line in _workflow_lines(checkout / ".github" / "workflows"):
@@ -102,10 +103,17 @@ def repo_checks(checkout: Path) -> list[RepoCheck]:
             found.append(RepoCheck(line, (line,), source))
     for target in MAKEFILE_TARGETS:
         found += _target_checks(makefile, target, f"Makefile: {target}")
-    unique: dict[tuple[str, ...], RepoCheck] = {}
+    sources: dict[tuple[str, ...], list[str]] = {}
+    first: dict[tuple[str, ...], RepoCheck] = {}
     for check in found:
-        unique.setdefault(check.lines, check)
-    return list(unique.values())
+        first.setdefault(check.lines, check)
+        if check.source not in sources.setdefault(check.lines, []):
+            sources[check.lines].append(check.source)
+    return [replace(check, source=_places(sources[lines])) for lines, check in first.items()]
+
+
+def _places(sources: list[str]) -> str:
+    return sources[0] + (f" (+{len(sources) - 1} more)" if len(sources) > 1 else "")
 
 
 def _target_checks(makefile: Makefile, target: str, source: str, seen: frozenset[str] = frozenset()) -> list[RepoCheck]:
