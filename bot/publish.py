@@ -149,7 +149,7 @@ class Publisher:
             return _outcome(group, outcome, verification.reason, decision.pull, verification.verdict)
         commit = self.git.commit_files(
             self.plan.base_sha,
-            {path: after for path, (_, after) in group.files.items()},
+            {**{path: after for path, (_, after) in group.files.items()}, **verification.test_edits},
             bodies.commit_message(group, verification),
             self.settings.identity,
         )

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from bot.groups import PACKAGE_DIR, FixGroup
 
 VERIFIED = "verified"
+_BEFORE = {"passed": "passes", "skipped": "is skipped (the change turns it on)"}
 # When targets disagree, the group takes the worst verdict present.
 _WORST_FIRST = ("regressed", "failed", "unverified", "no-gain")
 
@@ -72,6 +73,7 @@ class Verification:
     markdown: str  # the verifier's table and parity numbers, for the PR body
     targets: list[dict[str, Any]] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)
+    test_edits: dict[str, str] = field(default_factory=dict)  # repository-relative test file -> text the fix needs
 
     @property
     def verified(self) -> bool:
@@ -133,19 +135,29 @@ def verify_group(
     verdict = group_verdict([t["verdict"] for t in targets])
     expected = {Path(path).relative_to(PACKAGE_DIR).as_posix() for path in group.files}
     rewritten = {_package_relative(path, src) for path in report.changed_files}
-    broken = report.own_tests.broken if report.own_tests else []
+    broken = [b for tests in (report.own_tests, report.turned_on_tests) if tests is not None for b in tests.broken]
+    checks_broken = report.repo_checks.broken if report.repo_checks else []
     if rewritten and rewritten != expected:
         verdict, reason = "failed", f"the verifier rewrote {sorted(rewritten)}, the plan {sorted(expected)}"
     elif broken:
         first = broken[0]
         verdict = "failed"
         reason = (
-            f"diffusers' own test {first['test']} passes before the change and fails after: {_clip(first['message'])}"
+            f"diffusers' own test {first['test']} {_BEFORE[first.get('before', 'passed')]} before the change and fails "
+            f"after: {_clip(first['message'])}"
         )
         reason += f" (+{len(broken) - 1} more)" if len(broken) > 1 else ""
+    elif checks_broken:
+        first = checks_broken[0]
+        verdict = "failed"
+        reason = f"the repository check `{first.name}` passes before the change and fails after: {_clip(first.output)}"
+        reason += f" (+{len(checks_broken) - 1} more)" if len(checks_broken) > 1 else ""
     else:
         reason = _reason(verdict, targets)
-    return Verification(**base, verdict=verdict, reason=reason, markdown=markdown, targets=targets, report=as_json)
+    edits = report.turned_on_tests.test_edits if report.turned_on_tests else {}
+    return Verification(
+        **base, verdict=verdict, reason=reason, markdown=markdown, targets=targets, report=as_json, test_edits=edits
+    )
 
 
 def _package_relative(path: str, src: Path) -> str:

@@ -79,6 +79,14 @@ def run(
     output_format: Annotated[OutputFormat, typer.Option("--format", help="text, json, sarif or github.")] = OutputFormat.text,
     jobs: Annotated[int, typer.Option(min=0, metavar="N", help="Worker processes (0: one per core).")] = 0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the scan cache.")] = False,
+    check_repo: Annotated[
+        bool,
+        typer.Option(
+            "--check-repo",
+            help="Run the checkout's own checks (Makefile quality/repo-consistency, PR workflows) before and after "
+            "writing; fail if the fixes break one.",
+        ),
+    ] = False,
 ) -> None:
     """Apply safe fixes in place (default), or show them (--diff), or only report (--check)."""
     from codemods.cache import cache_directory
@@ -89,6 +97,9 @@ def run(
         raise UsageError("--diff and --check cannot be used together")
     if "" in paths:  # Path("") would quietly mean the current directory
         raise UsageError("an empty string is not a path")
+    if check_repo and (diff or check):
+        raise UsageError("--check-repo checks what a run writes: not with --diff or --check")
+    in_place = _repo_checks_before(tuple(map(Path, paths))) if check_repo else None
     options = RunOptions(
         paths=tuple(map(Path, paths)),
         # SARIF carries each fix's replacement text, so a read-only SARIF run computes (and proves) the fixes.
@@ -102,7 +113,32 @@ def run(
     with _progress(enabled=output_format is OutputFormat.text) as progress:
         result = run_engine(options, progress)
     _print_result(result, output_format)
-    raise typer.Exit(result.exit_code())
+    code = result.exit_code()
+    if in_place is not None:
+        from bot.verify.repo_checks import repo_checks_lines
+
+        checked = in_place.after_writing()
+        print("\n".join(repo_checks_lines(checked)), file=sys.stderr)
+        code = max(code, 1) if checked.broken else code
+        for line in in_place.turned_on_lines(result.changes):
+            print(line, file=sys.stderr)
+    raise typer.Exit(code)
+
+
+def _repo_checks_before(paths: tuple[Path, ...]):  # -> bot.verify.repo_checks.InPlaceChecks
+    """The checkout's checks run before the write, in its own environment (built on first use)."""
+    from bot.verify.environment import EnvironmentFailed, environment_for
+    from bot.verify.repo_checks import InPlaceChecks, checkout_above
+    from bot.verify.requirements import is_checkout
+
+    try:
+        checkout = checkout_above(paths)
+        print(f"check-repo: running {checkout}'s own checks before writing", file=sys.stderr, flush=True)
+        # A checkout that declares no dependencies has nothing to install: this interpreter runs its checks.
+        python = environment_for(checkout) if is_checkout(checkout) else Path(sys.executable)
+        return InPlaceChecks.before_writing(paths, python)
+    except (ValueError, EnvironmentFailed) as error:
+        raise UsageError(str(error)) from None
 
 
 def _print_result(result, output_format: OutputFormat) -> None:
@@ -249,6 +285,9 @@ def verify(
         VerifyScale,
         typer.Option(help="real: also time each change at its model's released width on CUDA (docs/gpu-evidence.md)."),
     ] = VerifyScale.test,
+    repo_checks: Annotated[
+        bool, typer.Option("--repo-checks/--no-repo-checks", help="Also run the checkout's Makefile and CI checks.")
+    ] = True,
 ) -> None:
     """Rewrite a copy of SRC, run each change's target on both trees, and report copies, syncs and parity."""
     _require_diffusers_root(src)  # before anything slow: a subpackage would run for minutes, then fail
@@ -286,6 +325,7 @@ def verify(
         own_tests=own_tests,
         tests_budget_s=DEFAULT_BUDGET_S if tests_budget is None else tests_budget,
         scale=scale.value,
+        repo_checks=repo_checks,
     )
     markdown = report.to_markdown(shlex.join(reproduce))
     if json_file is not None:

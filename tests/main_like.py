@@ -195,6 +195,92 @@ class StableDiffusionTimestepsFastTests(unittest.TestCase):
             retrieve_timesteps(DDIMScheduler(), timesteps=[1], sigmas=[1.0])
 """
 
+MAKEFILE = """\
+# Written for the tests in the shape of diffusers main's Makefile: its check targets and their variables.
+export PYTHONPATH = src
+
+check_dirs := src utils
+
+repo-consistency:
+\tpython utils/check_copies.py
+
+quality:
+\truff check $(check_dirs) setup.py
+\truff format --check $(check_dirs) setup.py
+
+fix-copies:
+\tpython utils/check_copies.py --fix_and_overwrite
+"""
+
+PR_WORKFLOW = """\
+# Written for the tests in the shape of diffusers main's pr_tests.yml: the jobs that check the repository.
+name: Fast tests for PRs
+on: pull_request
+jobs:
+  check_code_quality:
+    runs-on: ubuntu-22.04
+    steps:
+      - uses: actions/checkout@v6
+      - name: Check quality
+        run: make quality
+  check_repository_consistency:
+    runs-on: ubuntu-22.04
+    steps:
+      - uses: actions/checkout@v6
+      - name: Check repo consistency
+        run: |
+          python utils/check_copies.py
+          python utils/check_dummies.py
+"""
+
+# Written for the tests: what diffusers' utils/check_copies.py checks, in a few lines. The body of every
+# function marked `# Copied from diffusers.<module>.<name>` must be that function's body.
+CHECK_COPIES = """\
+import ast
+import functools
+import pathlib
+import re
+import sys
+
+MARK = re.compile(r"^\\s*# Copied from diffusers\\.([\\w.]+)\\s*$")
+root = pathlib.Path("src")
+parsed = functools.cache(lambda path: ast.parse(path.read_text()))
+functions = functools.cache(lambda path: {n.lineno: n for n in ast.walk(parsed(path)) if isinstance(n, ast.FunctionDef)})
+
+
+def definition(dotted):
+    parts = dotted.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        module = (root / "diffusers" / "/".join(parts[:end])).with_suffix(".py")
+        if module.is_file():
+            node = parsed(module)
+            for name in parts[end:]:
+                node = next((n for n in node.body if getattr(n, "name", None) == name), None)
+                if node is None:
+                    return None
+            return node
+    return None
+
+
+failures = []
+for path in sorted(root.rglob("*.py")):
+    lines = path.read_text().splitlines()
+    for number, line in enumerate(lines[:-1]):
+        mark = MARK.match(line)
+        if not mark or not lines[number + 1].lstrip().startswith("def "):
+            continue
+        wanted = definition(mark.group(1))
+        copy = functions(path)[number + 2]
+        if wanted is not None and list(map(ast.dump, copy.body)) != list(map(ast.dump, wanted.body)):
+            failures.append(f"{path}:{number + 2}: {copy.name} is not a copy of diffusers.{mark.group(1)}")
+if failures:
+    sys.exit("\\n".join(failures) + "\\nRun `make fix-copies` to fix them.")
+"""
+
+CHECK_DUMMIES = """\
+# Written for the tests: a check that passes, as diffusers' check_dummies.py does on a clean tree.
+"""
+
 TESTS = {
     "models/transformers/test_models_transformer_nucleusmoe_image.py": NUCLEUS_TEST,
     "models/transformers/test_models_pixart_transformer2d.py": PIXART_TEST,
@@ -209,6 +295,12 @@ def write_checkout(root: Path) -> Path:
     (root / "setup.py").write_text(SETUP_PY)
     (root / "README.md").write_text("# a diffusers-main-like checkout made by the tests\n")
     (root / "pyproject.toml").write_text("[tool.ruff]\nline-length = 119\n")
+    (root / "Makefile").write_text(MAKEFILE)
+    (root / ".github" / "workflows").mkdir(parents=True)
+    (root / ".github" / "workflows" / "pr_tests.yml").write_text(PR_WORKFLOW)
+    (root / "utils").mkdir()
+    (root / "utils" / "check_copies.py").write_text(CHECK_COPIES)
+    (root / "utils" / "check_dummies.py").write_text(CHECK_DUMMIES)
     (root / "tests").mkdir()
     (root / "tests" / "conftest.py").write_text(CONFTEST)
     (root / "tests" / "testing_utils.py").write_text(TESTING_UTILS)

@@ -19,14 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from bot.verify.changes import ChangeSet, Rewrite, rewrite_copy
+from bot.verify.environment import checkout_of
 from bot.verify.own_tests import DEFAULT_BUDGET_S, changed_files_tests
 from bot.verify.plan import LoopShapes, TreeMap, exercised, targets_to_run
 from bot.verify.protocol import WorkerRequest
 from bot.verify.real_scale.run import real_scale_section
+from bot.verify.repo_checks import checkout_checks
 from bot.verify.report import TargetResult, VerifyReport
 from bot.verify.runner import run_tree
 from bot.verify.targets import TargetSpec, all_targets
 from bot.verify.targets.from_tests import cannot_run, discover, tests_dir_of
+from bot.verify.turned_on_tests import turned_on_tests
 from bot.verify.verdict import OUTPUT_RULES, STRUCTURE_RULES, ParityRule, Side, judge, parity_rule
 
 DEVICES = ("emu", "cuda", "cpu")
@@ -47,11 +50,13 @@ def verify(
     own_tests: bool = True,
     tests_budget_s: float = DEFAULT_BUDGET_S,
     scale: str = "test",
+    repo_checks: bool = True,
 ) -> VerifyReport:
     """Verify every change the engine makes to `src` (a diffusers package directory).
 
     `python` runs both trees (default: this interpreter); in a checkout with `tests/`,
-    `own_tests` also runs the checkout's tests that cover the changed files on both trees.
+    `own_tests` also runs the checkout's tests that cover the changed files on both trees, and
+    `repo_checks` the checks its Makefile and CI run (`make quality`, repository consistency).
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
@@ -73,7 +78,7 @@ def verify(
         changes = rewrite_copy(src, root, select=select, paths=paths)
         lap("rewrite")
         say(f"{len(changes.rewrites)} rewrite(s) in {len(changes.changed_files)} file(s)")
-        results, tests, real = [], None, None
+        results, tests, real, turned_on, checks = [], None, None, None, None
         if changes.rewrites:
             results = _verify_changes(src, changes, root, device, compile, tolerance, say, python)
             lap("targets")
@@ -82,7 +87,13 @@ def verify(
                 lap("real scale")
             if own_tests:
                 tests = changed_files_tests(src, changes, root / "own-tests", python, tests_budget_s, say)
+                turned_on = turned_on_tests(src, changes, root / "turned-on-tests", python, tests_budget_s, say)
                 lap("own tests")
+            checkout = checkout_of(src)
+            if repo_checks and checkout is not None:
+                trees = {"original": changes.original, "rewritten": changes.rewritten}
+                checks = checkout_checks(checkout, trees, root / "repo-checks", python, say)
+                lap("repo checks")
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -102,6 +113,8 @@ def verify(
         rewrites={r.where: list(r.rules) for r in changes.rewrites},
         phases=phases,
         real_scale=real,
+        repo_checks=checks,
+        turned_on_tests=turned_on,
     )
 
 

@@ -7,8 +7,9 @@ environment with the Hub offline (a test that would download fails at once inste
 on retries), `OMP_NUM_THREADS=1`, and `@slow` tests skipped as diffusers skips them by default.
 Both stop at the time budget; only tests that finished on both sides are compared.
 
-A test that passes on the original and fails on the rewritten tree breaks the change; tests
-that already fail on the original are listed and not blamed on it.
+A test that passes on the original and fails on the rewritten tree breaks the change, and so
+does one skipped on the original that the change turns on (a gated test: see `turned_on_tests`)
+and that then fails; tests that already fail on the original are listed and not blamed on it.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ ENVIRONMENT = {
     "TOKENIZERS_PARALLELISM": "false",
 }
 PYTEST_OPTIONS = ("--continue-on-collection-errors",)
-_CHECKOUT_CONFIG = ("pyproject.toml", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
+CHECKOUT_CONFIG = ("pyproject.toml", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
 _PLUGIN = "codemod_own_tests_plugin"
 SIDES = ("original", "rewritten")
 
@@ -64,6 +65,9 @@ class OwnTests:
     budget_s: float = DEFAULT_BUDGET_S
     imported: dict[str, str | None] = field(default_factory=dict)  # tree -> the diffusers its tests imported
     error: str | None = None  # the tests could not be run or compared at all
+    title: str = "diffusers' own tests"
+    fixed: list[dict[str, str]] = field(default_factory=list)  # failed, and pass with the test edit: test, fix
+    test_edits: dict[str, str] = field(default_factory=dict)  # checkout-relative test file -> its text with the fix
 
     @property
     def same(self) -> bool:
@@ -71,16 +75,18 @@ class OwnTests:
 
     def line(self) -> str:
         if self.error:
-            return f"diffusers' own tests: not compared ({self.error})"
+            return f"{self.title}: not compared ({self.error})"
         if not self.modules:
-            return "diffusers' own tests: no test module covers the changed files"
-        text = f"diffusers' own tests: {self.passed} passed, {self.skipped} skipped"
+            return f"{self.title}: no test module covers the changed files"
+        text = f"{self.title}: {self.passed} passed, {self.skipped} skipped"
         if self.same:
             text += " (same before and after)"
         else:
             text += f"; {len(self.broken)} broken by the change, {len(self.changed)} other difference(s)"
         if self.failing_before:
             text += f"; {len(self.failing_before)} already failing before the change (not counted)"
+        if self.fixed:
+            text += f"; {len(self.fixed)} pass with the test edit the change carries"
         if self.not_run:
             text += f"; {self.not_run} not finished on both trees within {self.budget_s:.0f} s"
         return text
@@ -125,8 +131,10 @@ def run_own_tests(
     modules: list[str],
     work_dir: Path,
     budget_s: float = DEFAULT_BUDGET_S,
+    lift: list[str] | None = None,
 ) -> OwnTests:
-    """Run `modules` (paths relative to `checkout`) against each tree (`SIDES` -> package directory)."""
+    """Run `modules` (paths or node ids relative to `checkout`) against each tree (`SIDES` -> package
+    directory); `lift`: test names run despite their "needs an accelerator" skip."""
     result = OwnTests(modules=list(modules), command=command_for(modules), budget_s=budget_s)
     if not modules:
         return result
@@ -135,7 +143,7 @@ def run_own_tests(
     plugin_dir = work_dir / "plugin"
     plugin_dir.mkdir(parents=True)
     shutil.copyfile(own_tests_plugin.__file__, plugin_dir / f"{_PLUGIN}.py")
-    runs = {side: _start(python, checkout, trees[side], modules, work_dir / side, plugin_dir) for side in SIDES}
+    runs = {side: _start(python, checkout, trees[side], modules, work_dir / side, plugin_dir, lift) for side in SIDES}
     outcomes: dict[str, dict[str, dict[str, str]]] = {}
     collected: set[str] = set()
     for side, (process, out_file, log_file) in runs.items():
@@ -158,13 +166,19 @@ def run_own_tests(
 
 
 def _start(
-    python: Path, checkout: Path, tree: Path, modules: list[str], side_dir: Path, plugin_dir: Path
+    python: Path,
+    checkout: Path,
+    tree: Path,
+    modules: list[str],
+    side_dir: Path,
+    plugin_dir: Path,
+    lift: list[str] | None = None,
 ) -> tuple[subprocess.Popen, Path, Path]:
     """A checkout of `tree` alone (src -> the tree, tests copied) and pytest started in it."""
     side_dir.mkdir(parents=True)
     (side_dir / "src").symlink_to(tree.parent.resolve(), target_is_directory=True)
     shutil.copytree(checkout / "tests", side_dir / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in _CHECKOUT_CONFIG:
+    for name in CHECKOUT_CONFIG:
         if (checkout / name).is_file():
             shutil.copyfile(checkout / name, side_dir / name)
     out_file, log_file = side_dir / "outcomes.jsonl", side_dir / "pytest.log"
@@ -172,6 +186,7 @@ def _start(
     environment.update(ENVIRONMENT)
     environment["PYTHONPATH"] = os.pathsep.join([str(side_dir / "src"), str(plugin_dir)])
     environment["CODEMOD_OWN_TESTS_OUT"] = str(out_file)
+    environment["CODEMOD_OWN_TESTS_LIFT"] = ",".join(lift or [])
     command = [str(python), "-m", "pytest", "-p", _PLUGIN, "-p", "no:cacheprovider", "-q", *PYTEST_OPTIONS, *modules]
     with log_file.open("w") as log:
         process = subprocess.Popen(
@@ -214,8 +229,8 @@ def _compare(result: OwnTests, before: dict[str, dict[str, str]], after: dict[st
         elif was == now:
             result.passed += was == "passed"
             result.skipped += was == "skipped"
-        elif was == "passed" and now in ("failed", "error"):
-            result.broken.append({"test": test, "message": _clip(after[test]["message"])})
+        elif was in ("passed", "skipped") and now in ("failed", "error"):
+            result.broken.append({"test": test, "before": was, "message": _clip(after[test]["message"])})
         else:
             result.changed.append({"test": test, "before": was, "after": now})
 

@@ -5,6 +5,11 @@ the checkout's environment, where this project is not installed. One JSON line p
 (`nodeid`, `outcome`, `message`) in `$CODEMOD_OWN_TESTS_OUT`, so a run stopped at its time
 budget still tells what it finished; other lines record the tests collected and which diffusers
 the tests imported.
+
+Tests named in `$CODEMOD_OWN_TESTS_LIFT` (comma-separated test function names) lose their
+"requires an accelerator" skips: diffusers marks its compile tests so, yet their bodies run on
+the CPU too (Dynamo's guards and recompiles do not depend on the device), which is how a change
+that turns such a test on is checked on a machine without one.
 """
 
 from __future__ import annotations
@@ -41,6 +46,28 @@ def _record_diffusers() -> None:
     if module is not None and not _diffusers_recorded:
         _diffusers_recorded = True
         _write({"diffusers": getattr(module, "__file__", None)})
+
+
+def _lifted() -> frozenset[str]:
+    return frozenset(name for name in os.environ.get("CODEMOD_OWN_TESTS_LIFT", "").split(",") if name)
+
+
+def _needs_accelerator(mark: Any) -> bool:
+    return mark.name == "skipif" and "accelerator" in str(mark.kwargs.get("reason", "")).lower()
+
+
+def _without_accelerator_skips(iter_markers: Any) -> Any:
+    def iter_markers_kept(name: str | None = None) -> Any:
+        return (mark for mark in iter_markers(name) if not _needs_accelerator(mark))
+
+    return iter_markers_kept
+
+
+def pytest_collection_modifyitems(items: list[Any]) -> None:
+    lifted = _lifted()
+    for item in items:
+        if getattr(item, "originalname", item.name) in lifted:
+            item.iter_markers = _without_accelerator_skips(item.iter_markers)
 
 
 def pytest_collection_finish(session: Any) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from bot.verify.census_summary import number, parity_text
 from bot.verify.own_tests import OwnTests
 from bot.verify.real_scale.table import real_scale_lines
+from bot.verify.repo_checks import RepoChecks, repo_checks_lines
 from bot.verify.verdict import CENSUS_KINDS, VERDICTS
 
 _ICONS = {"verified": "✅", "no-gain": "➖", "regressed": "❌", "failed": "❌", "unverified": "❔"}
@@ -75,11 +76,14 @@ class VerifyReport:
     rewrites: dict[str, list[str]] = field(default_factory=dict)  # every change, "path:line" -> its rules
     phases: dict[str, float] = field(default_factory=dict)  # seconds: "rewrite", "targets" (with planning), "own tests"
     real_scale: dict[str, Any] | None = None  # `--scale real`: the cases run at real size, or why not measured
+    repo_checks: RepoChecks | None = None  # the checkout's `make quality` / consistency checks, on both trees
+    turned_on_tests: OwnTests | None = None  # the checkout's tests the change turns on (gated on what it adds)
 
     def exit_code(self) -> int:
         """0 only if nothing regressed or failed (unverified and no-gain changes do not fail a run)."""
         bad = any(t.verdict in ("regressed", "failed") for t in self.targets)
-        broken = self.own_tests is not None and bool(self.own_tests.broken)
+        broken = any(tests is not None and tests.broken for tests in (self.own_tests, self.turned_on_tests))
+        broken = broken or (self.repo_checks is not None and bool(self.repo_checks.broken))
         return 1 if bad or broken or self.errors else 0
 
     def counts(self) -> dict[str, int]:
@@ -101,6 +105,8 @@ class VerifyReport:
             "phases": {phase: round(seconds, 1) for phase, seconds in self.phases.items()},
             "errors": self.errors,
             "own_tests": self.own_tests.to_json() if self.own_tests else None,
+            "repo_checks": self.repo_checks.to_json() if self.repo_checks else None,
+            "turned_on_tests": self.turned_on_tests.to_json() if self.turned_on_tests else None,
             "rewrites": self.rewrites,
             "targets": [{**t.to_json(), "device": self.device, "versions": self.versions} for t in self.targets],
             "real_scale": self.real_scale,
@@ -139,15 +145,27 @@ class VerifyReport:
             lines += ["", *own_tests_lines(self.own_tests)]
         if self.real_scale is not None:
             lines += ["", *real_scale_lines(self.real_scale)]
+        if self.turned_on_tests is not None:
+            lines += ["", *own_tests_lines(self.turned_on_tests)]
+        if self.repo_checks is not None:
+            lines += ["", *repo_checks_lines(self.repo_checks)]
         lines += ["", "Reproduce:", "", "```", reproduce, "```", ""]
         return "\n".join(lines)
+
+
+_BEFORE = {"passed": "passed", "skipped": "was skipped (the change turns it on)"}
 
 
 def own_tests_lines(tests: OwnTests) -> list[str]:
     """The own-tests line, what broke (test id and assertion), what failed already, and the pytest command."""
     lines = [f"{'❌' if tests.broken else '✅' if tests.same else '➖'} {tests.line()}"]
-    lines += [f"- `{b['test']}` passed before the change and fails after it: {b['message']}" for b in tests.broken]
+    lines += [
+        f"- `{b['test']}` {_BEFORE.get(b.get('before', 'passed'), 'passed')} before the change and fails after it: "
+        f"{b['message']}"
+        for b in tests.broken
+    ]
     lines += [f"- `{c['test']}`: {c['before']} before, {c['after']} after" for c in tests.changed]
+    lines += [f"- `{f['test']}` passes with the change's test edit: {f['fix']}" for f in tests.fixed]
     if tests.failing_before:
         rows = [f"- `{f['test']}` ({f['after']} after): {f['message']}" for f in tests.failing_before]
         title = f"Already failing on the original tree: {len(tests.failing_before)} test(s)"

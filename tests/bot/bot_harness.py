@@ -19,6 +19,7 @@ from github_double import GitHubDouble, push_branch
 
 from bot.github_api import ClientSettings
 from bot.runner import BotOptions
+from bot.verify.own_tests import OwnTests
 
 # PyGithub's policy, minus the waiting: same retries, no spacing between requests.
 FAST_CLIENT = ClientSettings(
@@ -50,6 +51,8 @@ class FakeReport:
     targets: list[FakeTarget]
     changed_files: list[str]
     own_tests: Any = None  # an `OwnTests`, for a test of what a broken own test does to a group
+    turned_on_tests: Any = None  # an `OwnTests` of the tests the change turns on
+    repo_checks: Any = None  # a `RepoChecks`, for a test of what a broken repository check does to a group
 
     def to_json(self) -> dict[str, Any]:
         return {"targets": [t.__dict__ for t in self.targets], "changed_files": self.changed_files}
@@ -74,6 +77,8 @@ class FakeVerifier:
     calls: list[tuple[str, ...]] = field(default_factory=list)
     # Run while verifying a group whose files contain the key: lets a test change the world mid-run.
     during: dict[str, Callable[[], object]] = field(default_factory=dict)
+    # The test edits (path -> text) that the tests turned on by a group whose files contain the key need.
+    test_edits: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __call__(
         self,
@@ -95,7 +100,11 @@ class FakeVerifier:
                 action()
         target = f"{Path(relative[0]).stem}"
         rewrites = [f"{p}:1" for p in relative]
-        return FakeReport([FakeTarget(target, list(select or ()), rewrites, verdict)], relative)
+        edits = next((e for key, e in self.test_edits.items() if any(key in p for p in relative)), None)
+        turned_on = OwnTests(sorted(edits), "", test_edits=edits) if edits else None
+        return FakeReport(
+            [FakeTarget(target, list(select or ()), rewrites, verdict)], relative, turned_on_tests=turned_on
+        )
 
 
 @pytest.fixture(name="remote")

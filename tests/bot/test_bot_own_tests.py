@@ -1,4 +1,5 @@
-"""A group whose change breaks one of diffusers' own tests is not published, whatever its targets measured."""
+"""A group whose change breaks one of diffusers' own tests or repository checks is not published, whatever its
+targets measured."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from bot_harness import FakeReport, FakeTarget
 from bot.groups import FixGroup
 from bot.verification import verify_group
 from bot.verify.own_tests import OwnTests
+from bot.verify.repo_checks import CheckResult, RepoChecks
 
 BROKEN = {"test": "tests/models/test_ops.py::OpsFastTests::test_scale", "message": "assert 5 == 6"}
 
@@ -35,3 +37,22 @@ def test_tests_already_failing_before_the_change_do_not_stop_the_group(tmp_path:
     own_tests = OwnTests(["tests/models/test_ops.py"], "python -m pytest tests/models/test_ops.py", 3)
     own_tests.failing_before.append({**BROKEN, "after": "failed"})
     assert _verify(tmp_path, own_tests) == ("verified", "1 of 1 target(s) verified")
+
+
+def test_a_repository_check_broken_by_the_change_fails_the_group_with_the_checks_output(tmp_path: Path) -> None:
+    output = "src/diffusers/ops.py:3: scale is not a copy of diffusers.base.scale\nRun `make fix-copies` to fix them."
+    checks = RepoChecks(
+        [CheckResult("python utils/check_copies.py", "Makefile: repo-consistency", "passed", "failed", output)]
+    )
+    group = FixGroup("DIF004", ("models/ops",), {"src/diffusers/ops.py": ("a = 1\n", "a = 2\n")}, ())
+    report = FakeReport([FakeTarget("Ops", ["DIF004"], ["ops.py:1"], "verified")], ["ops.py"], repo_checks=checks)
+    verification = verify_group(
+        lambda src, **options: report, tmp_path, group, device="emu", work_dir=tmp_path, compile=False, reproduce=""
+    )
+    assert (verification.verdict, verification.reason) == (
+        "failed",
+        (
+            "the repository check `python utils/check_copies.py` passes before the change and fails after: "
+            "src/diffusers/ops.py:3: scale is not a copy of diffusers.base.scale Run `make fix-copies` to fix them."
+        ),
+    )

@@ -72,6 +72,17 @@ def test_branches_hold_one_bot_commit_with_the_rewritten_files(remote: GitHubDou
     assert f"  {KANDINSKY}" in body
 
 
+def test_a_test_edit_the_fix_needs_is_committed_on_the_groups_branch(remote: GitHubDouble, options: BotOptions) -> None:
+    test_file = "tests/pipelines/kandinsky/test_kandinsky.py"
+    edit = (
+        "class KandinskyCompileTests:\n    def test_compile(self):\n        super().test_compile(recompile_limit=2)\n"
+    )
+    run(options, FakeVerifier(test_edits={"kandinsky/pipeline_kandinsky.py": {test_file: edit}}))
+
+    assert show(remote.bare_repo, KANDINSKY_BRANCH, test_file) == edit
+    assert len(_git_log(remote.bare_repo, f"main..{KANDINSKY_BRANCH}")) == 1
+
+
 def test_copied_from_source_and_copy_are_one_pr(remote: GitHubDouble, options: BotOptions) -> None:
     run(options, FakeVerifier())
 

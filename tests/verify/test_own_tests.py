@@ -96,7 +96,11 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[OwnTests, dict[s
 def test_a_test_that_passes_before_and_fails_after_is_broken_by_the_change(compared) -> None:
     result, _ = compared
     assert result.broken == [
-        {"test": f"{MODULE}::OpsFastTests::test_scale", "message": "assert 5 == 6 + where 5 = scale(3, 2)"}
+        {
+            "test": f"{MODULE}::OpsFastTests::test_scale",
+            "before": "passed",
+            "message": "assert 5 == 6 + where 5 = scale(3, 2)",
+        }
     ]
 
 
