@@ -16,9 +16,9 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from codemods.cache import digest
-from codemods.copies import CopyPair, copy_is_consistent, copy_pairs
+from codemods.copies import CopyPair, copy_is_consistent, copy_relations
 from codemods.discovery import DEPRECATED_REASON
-from codemods.facts import FileFacts
+from codemods.facts import CopyBlock, FileFacts
 from codemods.files import SourceDecodeError, WriteRefused, read_source, why_not_writable
 from codemods.findings import FileError, Finding, Fix
 from codemods.formatter import GateReport, findings_in
@@ -235,7 +235,16 @@ class Fixer:
         for finding in active:
             if finding.path not in changes:
                 continue
-            for pair in sorted(self._pairs(finding)):  # sorted: the reason must not depend on hash order
+            pairs, unfound = self._copy_relations(finding)
+            if unfound:
+                block = min(unfound, key=lambda b: (b.path, b.start_line))  # the reason must not depend on hash order
+                self.declined[id(finding)] = (
+                    f"`{block.qualname}` in {block.path} is `# Copied from` `diffusers.{block.source}`, which this tree "
+                    "does not define, so a change there cannot be shown to keep the copy"
+                )
+                settled = False
+                continue
+            for pair in sorted(pairs):  # sorted: the reason must not depend on hash order
                 if pair not in verdicts:
                     verdicts[pair] = self._copy_problem(pair, in_run, text_before, text_after, facts_after)
                 if verdicts[pair]:
@@ -244,11 +253,16 @@ class Fixer:
                     break
         return settled
 
-    def _pairs(self, finding: Finding) -> frozenset[CopyPair]:
-        pairs: set[CopyPair] = set(copy_pairs(self.index, finding.path, finding.line, finding.end_line))
-        for edit in finding.fix.edits:
-            pairs |= copy_pairs(self.index, finding.path, edit.target.line, edit.target.end_line)
-        return frozenset(pairs)
+    def _copy_relations(self, finding: Finding) -> tuple[set[CopyPair], set[CopyBlock]]:
+        """The copy relations of the finding's lines and of every node its fix edits."""
+        spans = [(finding.line, finding.end_line)] + [(e.target.line, e.target.end_line) for e in finding.fix.edits]
+        pairs: set[CopyPair] = set()
+        unfound: set[CopyBlock] = set()
+        for line, end_line in spans:
+            more_pairs, more_unfound = copy_relations(self.index, finding.path, line, end_line)
+            pairs |= more_pairs
+            unfound |= more_unfound
+        return pairs, unfound
 
     def _copy_problem(self, pair: CopyPair, in_run: set[str], before, after, facts_after) -> str | None:
         members = f"`{pair.copy_qualname}` in {pair.copy_path} is `# Copied from` `{pair.source_qualname}` in {pair.source_path}"
