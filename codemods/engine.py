@@ -2,7 +2,8 @@
 
 discover files -> scan each (parallel, cached: parse, facts, rule checks) -> resolve findings
 against the whole tree -> plan fixes -> apply with libcst (parallel) -> re-scan the result
-(parses, compiles, a second pass changes nothing, `# Copied from` copies still agree) ->
+(parses, compiles, its own findings ask for nothing more, `# Copied from` copies still agree) ->
+again over the tree as fixed, until a pass changes nothing (codemods/fix_loop.py) ->
 write atomically / diff / report. A file that fails any step is left byte-for-byte as it was.
 """
 
@@ -28,7 +29,7 @@ from codemods.findings import FileError, Finding, FixSafety
 from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
-from codemods.scan import Scan, ScanJob, file_facts, run_scan_job
+from codemods.scan import Scan, ScanJob, file_facts, run_scan_job, unresolved
 from codemods.source import SourceFile
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class RunResult:
     # Findings in files the run may not change (pipelines/deprecated/): neither fixed nor reported, only counted.
     skipped: list[Finding] = field(default_factory=list)
     formatter: GateReport | None = None  # the target's pinned formatter as a gate on our hunks (None: none pinned)
+    passes: int = 0  # fix passes that changed the tree (codemods/fix_loop.py)
 
     @property
     def remaining(self) -> list[Finding]:
@@ -185,16 +187,18 @@ class _Run:
             reference=installed_diffusers() if loose else None,
         )
         errors = {path: s.error for path, s in scans.items() if s.error}
-        findings = self.resolve(scans.values(), index, errors)
+        findings = self.resolve([unresolved(scan) for scan in scans.values()], index, errors)
         if not loose and set(index.paths) <= set(self.files):  # whole trees: nothing outside the run was read
             self.cache.put_run_result(key, (findings, sorted(errors.values(), key=lambda e: e.path)))
         self.keep_changeable(result, findings)
         if self.options.mode is not Mode.CHECK:
-            from codemods.fixing import Fixer
+            from codemods.fix_loop import fix_until_stable
 
-            fixer = Fixer(self, index, errors)
-            result.changes = fixer.fix(result.findings)
-            result.formatter = fixer.gate_report()
+            settled = fix_until_stable(self, scans, index, errors, result.findings)
+            result.changes, result.findings, result.formatter = settled.changes, settled.findings, settled.formatter
+            result.passes = settled.passes
+            if settled.skipped is not None:
+                result.skipped = settled.skipped
             if self.options.mode is Mode.WRITE:
                 self.write(result.changes, errors)
         self.cache.save(self.used_cache_keys)

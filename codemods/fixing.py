@@ -3,8 +3,10 @@
 A planned set of fixes is applied per file (libcst, in worker processes); the new texts are
 scanned again, and a file's fixes stand only if: the new text parses and compiles; every
 `# Copied from` pair the fixes touch still agrees (source and copies change together or not
-at all); and a second pass would apply nothing more. Fixes that fail are declined with a
-reason (the finding stays reported), and the rest is re-applied from the original text.
+at all); and the fixed file, checked again, asks for no more fixes than were declined in it (a
+fix that fires again on its own output is not idempotent). Fixes that fail are declined with a
+reason (the finding stays reported), and the rest is re-applied from the pass's starting text.
+Fixes that another file's fix unblocks are the next pass's (codemods/fix_loop.py).
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from codemods.discovery import DEPRECATED_REASON
 from codemods.facts import CopyBlock, FileFacts
 from codemods.files import SourceDecodeError, WriteRefused, read_source, why_not_writable
 from codemods.findings import FileError, Finding, Fix
-from codemods.formatter import GateReport, findings_in
+from codemods.formatter import FormatterGate, findings_in
 from codemods.project import ProjectIndex
 from codemods.rules import select_rules
-from codemods.scan import Scan, ScanJob, run_scan_job
+from codemods.scan import Scan, ScanJob, run_scan_job, unresolved
 
 if TYPE_CHECKING:
     from codemods.engine import _Run
@@ -78,14 +80,25 @@ def _rules(codes: tuple[str, ...]) -> dict[str, object]:
 
 
 class Fixer:
-    def __init__(self, run: _Run, index: ProjectIndex, errors: dict[str, FileError]) -> None:
+    """One pass of fixes over the tree as `texts` (files an earlier pass changed) and the disk have it."""
+
+    def __init__(
+        self,
+        run: _Run,
+        index: ProjectIndex,
+        errors: dict[str, FileError],
+        texts: dict[str, str],
+        gate: FormatterGate | None,
+    ) -> None:
         self.run = run
         self.index = index
         self.errors = errors
+        self.texts = texts
         self.declined: dict[int, str] = {}
         self._applied: dict[ApplyJob, Applied] = {}
         self._rescans: dict[ScanJob, Scan] = {}
-        self.gate = run.formatter_gate()
+        self.rescans: dict[str, Scan] = {}  # the changed files' scans, as the pass left them
+        self.gate = gate
 
     def fix(self, findings: list[Finding]) -> dict[str, tuple[str, str]]:
         candidates = [f for f in findings if self.run.wanted(f) and f.path not in self.errors]
@@ -96,6 +109,7 @@ class Fixer:
             active = [f for f in candidates if id(f) not in self.declined and f.path not in self.errors]
             changes, rescans, styled = self._apply(active)
             if styled and self._check_copies(active, changes, rescans) and self._check_second_pass(candidates, changes, rescans):
+                self.rescans = {path: scan for path, scan in rescans.items() if path in changes}
                 break
         else:
             changes = {}
@@ -197,13 +211,11 @@ class Fixer:
                     self.declined[id(finding)] = hunk.reason
         return not refused
 
-    def gate_report(self) -> GateReport | None:
-        return self.gate.final_report() if self.gate else None
-
     def _original(self, path: str) -> str:
+        """The text this pass fixes: an earlier pass's result, else the file as read (kept for the write)."""
         if path not in self.run.originals:
             self.run.originals[path] = read_source(path)
-        return self.run.originals[path].text
+        return self.texts.get(path, self.run.originals[path].text)
 
     def _unencodable(self, applied: Applied) -> str | None:
         try:
@@ -281,18 +293,23 @@ class Fixer:
     def _check_second_pass(
         self, candidates: list[Finding], changes: dict[str, tuple[str, str]], rescans: dict[str, Scan]
     ) -> bool:
-        """A second run must apply nothing: what is still fixable was declined on purpose.
+        """A fix must not fire again on its own output: in each fixed file, a rule whose fixes applied there
+        finds no more to fix than was declined on purpose. (Another rule's finding that a fix unblocks is the
+        next pass's: codemods/fix_loop.py.)
 
         Declined in any round, not only this one: a fix declined in round 1 (its copy group cannot
         change together) is still in the file, and a second run finds it again by design.
         """
         index = self.index.overlay({p: after for p, (_, after) in changes.items()}, {p: s.facts for p, s in rescans.items()})
-        declined = Counter(f.path for f in candidates if id(f) in self.declined)
+        applied = {(f.path, f.code) for f in candidates if id(f) not in self.declined}
+        declined = Counter((f.path, f.code) for f in candidates if id(f) in self.declined)
         settled = True
         for path, scan in rescans.items():
-            again = [f for f in self.run.resolve([scan], index, {}) if self.run.wanted(f)]
-            if len(again) > declined[path]:
-                leftover = again[0]
+            again = [f for f in self.run.resolve([unresolved(scan)], index, {}) if self.run.wanted(f)]
+            again = [f for f in again if (path, f.code) in applied]
+            counts = Counter(f.code for f in again)
+            leftover = next((f for f in again if counts[f.code] > declined[(path, f.code)]), None)
+            if leftover is not None:
                 self._fail(
                     path,
                     f"rule {leftover.code} would change the fixed file again (line {leftover.line}): not idempotent",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from dataclasses import dataclass
 from functools import cache
 
@@ -20,6 +22,12 @@ class Scan:
     findings: list[Finding]
     facts: FileFacts | None
     error: FileError | None = None
+
+
+def unresolved(scan: Scan) -> Scan:
+    """`scan` with copies of its findings: a rule's `resolve` sets the message and fix on the finding it is
+    given, and a scan (cached, or reused by the next fix pass) is resolved more than once."""
+    return dataclasses.replace(scan, findings=[copy.copy(finding) for finding in scan.findings])
 
 
 @dataclass(frozen=True)
