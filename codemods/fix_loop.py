@@ -1,7 +1,8 @@
 """Fixes applied until the tree is stable, as Ruff's fix loop applies them.
 
-A fix in one file can unblock a finding in another: on diffusers 0.16.1 a pipeline's fix removes
-the host read that kept DIF002 from fixing the LMS scheduler. So after a pass that changed files,
+A fix in one file can unblock a finding in another: on diffusers 0.16.1, once DIF004 has rewritten
+InstructPix2Pix's UNet call, DIF002 no longer finds that pipeline's use of the sigmas in its way and
+fixes the LMS scheduler, which took a second run before. So after a pass that changed files,
 the run analyses the tree as that pass left it (in memory: the changed files' scans are the fixer's
 own re-scans, every other file's scan is reused, only the cross-file resolution runs again) and
 fixes what is fixable now, until a pass changes nothing, or `MAX_PASSES` passes have run. The
