@@ -20,7 +20,7 @@ import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from codemods.facts import FileFacts
+from codemods.facts import CopyBlock, FileFacts
 from codemods.project import ProjectIndex
 from codemods.source import split_lines
 
@@ -44,7 +44,17 @@ class CopyPair:
 
 def copy_pairs(index: ProjectIndex, path: str, line: int, end_line: int) -> frozenset[CopyPair]:
     """Every copy relation that must hold for a change to lines `line..end_line` of `path`."""
+    return copy_relations(index, path, line, end_line)[0]
+
+
+def copy_relations(
+    index: ProjectIndex, path: str, line: int, end_line: int
+) -> tuple[frozenset[CopyPair], frozenset[CopyBlock]]:
+    """The copy pairs a change to lines `line..end_line` of `path` must keep, and the copies among
+    them whose source this tree does not define (check_copies would find it, or fail: either way a
+    change there cannot be shown to keep the copy)."""
     pairs: set[CopyPair] = set()
+    unfound: set[CopyBlock] = set()
     seen: set[tuple[str, int, int]] = set()
     worklist = [(path, line, end_line, False)]
     while worklist:
@@ -60,16 +70,21 @@ def copy_pairs(index: ProjectIndex, path: str, line: int, end_line: int) -> froz
             if not first <= start <= end <= last:
                 continue
             for block in facts.copies:
-                if block.qualname == qualname and (source := _resolve(index, block.source)):
-                    source_path, source_qualname, source_range = source
-                    pairs.add(CopyPair(current, qualname, source_path, source_qualname, block.replacements))
-                    worklist.append((source_path, *source_range, True))
+                if block.qualname != qualname:
+                    continue
+                if (source := _resolve(index, block.source)) is None:
+                    if module:  # check_copies reads the package only; a script's copy binds nothing
+                        unfound.add(block)
+                    continue
+                source_path, source_qualname, source_range = source
+                pairs.add(CopyPair(current, qualname, source_path, source_qualname, block.replacements))
+                worklist.append((source_path, *source_range, True))
             is_region = whole and (first, last) == (start, end)
             for copy in index.copies_citing(f"{module}.{qualname}", inner=is_region):
                 source_qualname = copy.source[len(module) + 1 :]
                 pairs.add(CopyPair(copy.path, copy.qualname, current, source_qualname, copy.replacements))
                 worklist.append((copy.path, copy.start_line, copy.end_line, True))
-    return frozenset(pairs)
+    return frozenset(pairs), frozenset(unfound)
 
 
 def _resolve(index: ProjectIndex, dotted: str) -> tuple[str, str, tuple[int, int]] | None:

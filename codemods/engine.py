@@ -2,7 +2,8 @@
 
 discover files -> scan each (parallel, cached: parse, facts, rule checks) -> resolve findings
 against the whole tree -> plan fixes -> apply with libcst (parallel) -> re-scan the result
-(parses, compiles, a second pass changes nothing, `# Copied from` copies still agree) ->
+(parses, compiles, its own findings ask for nothing more, `# Copied from` copies still agree) ->
+again over the tree as fixed, until a pass changes nothing (codemods/fix_loop.py) ->
 write atomically / diff / report. A file that fails any step is left byte-for-byte as it was.
 """
 
@@ -25,7 +26,6 @@ from codemods.errors import RunAborted, UsageError
 from codemods.facts import FileFacts
 from codemods.files import SourceText, WriteRefused, write_atomically
 from codemods.findings import FileError, Finding, FixSafety
-from codemods.line_map import as_written
 from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
@@ -78,15 +78,12 @@ class RunResult:
     skipped: list[Finding] = field(default_factory=list)
     formatter: GateReport | None = None  # the target's pinned formatter as a gate on our hunks (None: none pinned)
     scan_stats: ScanStats = field(default_factory=ScanStats)
-    # After a write: the findings not fixed, at their lines in the files as written (see `remaining`).
-    left_as_written: list[Finding] | None = None
+    passes: int = 0  # fix passes that changed the tree (codemods/fix_loop.py)
 
     @property
     def remaining(self) -> list[Finding]:
-        """The findings not fixed. After a write they point into the files as written; `findings` keeps
-        every finding at its line in the input (a fixed one's line is where the fix went)."""
-        if self.left_as_written is not None:
-            return self.left_as_written
+        """The findings not fixed, at their lines in the tree the fix passes leave (the files as written):
+        what a check of that tree finds (codemods/fix_loop.py)."""
         return [f for f in self.findings if not f.fixed]
 
     def exit_code(self) -> int:
@@ -199,19 +196,18 @@ class _Run:
         findings = self.resolve(scans.values(), index, errors)
         self.keep_changeable(result, findings)
         if self.options.mode is not Mode.CHECK:
-            from codemods.fixing import Fixer
+            from codemods.fix_loop import fix_until_stable
 
-            fixer = Fixer(self, index, errors)
-            result.changes, result.findings = fixer.fix(result.findings)
-            result.formatter = fixer.gate_report()
+            settled = fix_until_stable(self, scans, index, errors, result.findings)
+            result.changes, result.findings, result.formatter = settled.changes, settled.findings, settled.formatter
+            result.passes = settled.passes
+            if settled.skipped is not None:
+                result.skipped = settled.skipped
             if self.options.mode is Mode.WRITE:
                 self.write(result.changes, errors)
-                result.left_as_written = as_written([f for f in result.findings if not f.fixed], result.changes)
         self.cache.save(self.used_cache_keys)
         result.errors = sorted(errors.values(), key=lambda e: e.path)
         result.findings.sort(key=Finding.sort_key)
-        if result.left_as_written is not None:
-            result.left_as_written.sort(key=Finding.sort_key)
         return result
 
     def keep_changeable(self, result: RunResult, findings: list[Finding]) -> None:

@@ -208,6 +208,12 @@ def _is_not_return_dict(test: ast.expr) -> bool:
     )
 
 
+def cited_source(cited: str) -> str:
+    """The dotted source of a `# Copied from diffusers.<cited>` comment. check_copies joins the
+    dotted parts into a file path, so a `/` written in the comment separates modules as a `.` does."""
+    return cited.replace("/", ".")
+
+
 def _copy_blocks(path: str, text: str, starts: dict[int, str], definitions: dict[str, tuple[int, int]]):
     lines = LineIndex(text)
     for match in _COPIED_FROM.finditer(text):
@@ -219,7 +225,7 @@ def _copy_blocks(path: str, text: str, starts: dict[int, str], definitions: dict
         yield CopyBlock(
             path=path,
             qualname=qualname,
-            source=match.group(2),
+            source=cited_source(match.group(2)),
             replacements=match.group(3).strip(),
             comment_line=comment_line,
             start_line=start,

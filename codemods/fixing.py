@@ -3,8 +3,10 @@
 A planned set of fixes is applied per file (libcst, in worker processes); the new texts are
 scanned again, and a file's fixes stand only if: the new text parses and compiles; every
 `# Copied from` pair the fixes touch still agrees (source and copies change together or not
-at all); and a second pass would apply nothing more. Fixes that fail are declined with a
-reason (the finding stays reported), and the rest is re-applied from the original text.
+at all); and the fixed file, checked again, asks for no more fixes than were declined in it (a
+fix that fires again on its own output is not idempotent). Fixes that fail are declined with a
+reason (the finding stays reported), and the rest is re-applied from the pass's starting text.
+Fixes that another file's fix unblocks are the next pass's (codemods/fix_loop.py).
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from codemods.cache import digest
-from codemods.copies import CopyPair, copy_is_consistent, copy_pairs
+from codemods.copies import CopyPair, copy_is_consistent, copy_relations
 from codemods.discovery import DEPRECATED_REASON
-from codemods.facts import FileFacts
+from codemods.facts import CopyBlock, FileFacts
 from codemods.files import SourceDecodeError, WriteRefused, read_source, why_not_writable
 from codemods.findings import FileError, Finding, Fix
-from codemods.formatter import GateReport, findings_in
+from codemods.formatter import FormatterGate, findings_in
 from codemods.project import ProjectIndex
 from codemods.rules import select_rules
 from codemods.scan import Scan
@@ -74,13 +76,24 @@ def _rules(codes: tuple[str, ...]) -> dict[str, object]:
 
 
 class Fixer:
-    def __init__(self, run: _Run, index: ProjectIndex, errors: dict[str, FileError]) -> None:
+    """One pass of fixes over the tree as `texts` (files an earlier pass changed) and the disk have it."""
+
+    def __init__(
+        self,
+        run: _Run,
+        index: ProjectIndex,
+        errors: dict[str, FileError],
+        texts: dict[str, str],
+        gate: FormatterGate | None,
+    ) -> None:
         self.run = run
         self.index = index
         self.errors = errors
+        self.texts = texts
         self.declined: dict[int, str] = {}
         self._applied: dict[ApplyJob, Applied] = {}
-        self.gate = run.formatter_gate()
+        self.rescans: dict[str, Scan] = {}  # the changed files' scans, as the pass left them
+        self.gate = gate
 
     def fix(self, findings: list[Finding]) -> tuple[dict[str, tuple[str, str]], list[Finding]]:
         """The changed texts (path -> (before, after)), and `findings` as new values saying which were fixed."""
@@ -92,6 +105,7 @@ class Fixer:
             active = [f for f in candidates if id(f) not in self.declined and f.path not in self.errors]
             changes, rescans, styled = self._apply(active)
             if styled and self._check_copies(active, changes, rescans) and self._check_second_pass(candidates, changes, rescans):
+                self.rescans = {path: scan for path, scan in rescans.items() if path in changes}
                 break
         else:
             changes = {}
@@ -192,13 +206,11 @@ class Fixer:
                     self.declined[id(finding)] = hunk.reason
         return not refused
 
-    def gate_report(self) -> GateReport | None:
-        return self.gate.final_report() if self.gate else None
-
     def _original(self, path: str) -> str:
+        """The text this pass fixes: an earlier pass's result, else the file as read (kept for the write)."""
         if path not in self.run.originals:
             self.run.originals[path] = read_source(path)
-        return self.run.originals[path].text
+        return self.texts.get(path, self.run.originals[path].text)
 
     def _unencodable(self, applied: Applied) -> str | None:
         try:
@@ -230,7 +242,16 @@ class Fixer:
         for finding in active:
             if finding.path not in changes:
                 continue
-            for pair in sorted(self._pairs(finding)):  # sorted: the reason must not depend on hash order
+            pairs, unfound = self._copy_relations(finding)
+            if unfound:
+                block = min(unfound, key=lambda b: (b.path, b.start_line))  # the reason must not depend on hash order
+                self.declined[id(finding)] = (
+                    f"`{block.qualname}` in {block.path} is `# Copied from` `diffusers.{block.source}`, which this tree "
+                    "does not define, so a change there cannot be shown to keep the copy"
+                )
+                settled = False
+                continue
+            for pair in sorted(pairs):  # sorted: the reason must not depend on hash order
                 if pair not in verdicts:
                     verdicts[pair] = self._copy_problem(pair, in_run, text_before, text_after, facts_after)
                 if verdicts[pair]:
@@ -239,11 +260,16 @@ class Fixer:
                     break
         return settled
 
-    def _pairs(self, finding: Finding) -> frozenset[CopyPair]:
-        pairs: set[CopyPair] = set(copy_pairs(self.index, finding.path, finding.line, finding.end_line))
-        for edit in finding.fix.edits:
-            pairs |= copy_pairs(self.index, finding.path, edit.target.line, edit.target.end_line)
-        return frozenset(pairs)
+    def _copy_relations(self, finding: Finding) -> tuple[set[CopyPair], set[CopyBlock]]:
+        """The copy relations of the finding's lines and of every node its fix edits."""
+        spans = [(finding.line, finding.end_line)] + [(e.target.line, e.target.end_line) for e in finding.fix.edits]
+        pairs: set[CopyPair] = set()
+        unfound: set[CopyBlock] = set()
+        for line, end_line in spans:
+            more_pairs, more_unfound = copy_relations(self.index, finding.path, line, end_line)
+            pairs |= more_pairs
+            unfound |= more_unfound
+        return pairs, unfound
 
     def _copy_problem(self, pair: CopyPair, in_run: set[str], before, after, facts_after) -> str | None:
         members = f"`{pair.copy_qualname}` in {pair.copy_path} is `# Copied from` `{pair.source_qualname}` in {pair.source_path}"
@@ -262,18 +288,23 @@ class Fixer:
     def _check_second_pass(
         self, candidates: list[Finding], changes: dict[str, tuple[str, str]], rescans: dict[str, Scan]
     ) -> bool:
-        """A second run must apply nothing: what is still fixable was declined on purpose.
+        """A fix must not fire again on its own output: in each fixed file, a rule whose fixes applied there
+        finds no more to fix than was declined on purpose. (Another rule's finding that a fix unblocks is the
+        next pass's: codemods/fix_loop.py.)
 
         Declined in any round, not only this one: a fix declined in round 1 (its copy group cannot
         change together) is still in the file, and a second run finds it again by design.
         """
         index = self.index.overlay({p: after for p, (_, after) in changes.items()}, {p: s.facts for p, s in rescans.items()})
-        declined = Counter(f.path for f in candidates if id(f) in self.declined)
+        applied = {(f.path, f.code) for f in candidates if id(f) not in self.declined}
+        declined = Counter((f.path, f.code) for f in candidates if id(f) in self.declined)
         settled = True
         for path, scan in rescans.items():
             again = [f for f in self.run.resolve([scan], index, {}) if self.run.wanted(f)]
-            if len(again) > declined[path]:
-                leftover = again[0]
+            again = [f for f in again if (path, f.code) in applied]
+            counts = Counter(f.code for f in again)
+            leftover = next((f for f in again if counts[f.code] > declined[(path, f.code)]), None)
+            if leftover is not None:
                 self._fail(
                     path,
                     f"rule {leftover.code} would change the fixed file again (line {leftover.line}): not idempotent",

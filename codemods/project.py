@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from codemods.facts import ClassFacts, CopyBlock, FileFacts, MethodFacts, extract_facts
+from codemods.facts import ClassFacts, CopyBlock, FileFacts, MethodFacts, cited_source, extract_facts
 from codemods.files import SourceDecodeError, read_source
 
 _DEFINED_FUNCTION = re.compile(r"^def (\w+)", re.MULTILINE)
@@ -204,7 +204,10 @@ class ProjectIndex:
         where: dict[str, list[str]] = {}
         for path in self.paths:
             known = self._facts.get(path)
-            sources = {b.source for b in known.copies} if known is not None else set(_CITED.findall(self.text(path) or ""))
+            if known is not None:
+                sources = {b.source for b in known.copies}
+            else:
+                sources = {cited_source(cited) for cited in _CITED.findall(self.text(path) or "")}
             for source in sources:
                 where.setdefault(source, []).append(path)
         return where

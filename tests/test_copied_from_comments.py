@@ -28,3 +28,10 @@ def test_copy_comment_after_a_blank_line_marks_the_definition_below_it() -> None
         ("DDIMPipeline.__call__", "pipelines.pndm.pipeline_pndm.PNDMPipeline.__call__", "with PNDM->DDIM", 4),
         ("DDIMPipeline.step", "pipelines.pndm.pipeline_pndm.PNDMPipeline.step", "", 9),
     ]
+
+
+def test_a_slash_in_the_cited_source_separates_modules_as_check_copies_reads_it() -> None:
+    source = "# Copied from diffusers.pipelines.deprecated.t2v/pipeline_t2v.T2V.decode_latents\ndef decode_latents():\n    pass\n"
+    facts = extract_facts("p.py", "diffusers.pipelines.a.p", source, ast.parse(source))
+
+    assert [c.source for c in facts.copies] == ["pipelines.deprecated.t2v.pipeline_t2v.T2V.decode_latents"]

@@ -31,6 +31,14 @@ def _deprecated(checkout: Path) -> Path:
     return checkout / "src" / "diffusers" / "pipelines" / "deprecated" / "old.py"
 
 
+def _live_copy_of(checkout: Path, cited: str) -> tuple[Path, str]:
+    """The live pipeline, marked `# Copied from diffusers.<cited>`, and its text."""
+    live = checkout / "src" / "diffusers" / "pipelines" / "live.py"
+    copied = SOURCE.replace("class Pipe:", f"# Copied from diffusers.{cited}\nclass Pipe:")
+    live.write_text(copied)
+    return live, copied
+
+
 def test_deprecated_pipelines_are_skipped_by_default_and_counted(checkout: Path) -> None:
     result = run(RunOptions(paths=(checkout / "src",), jobs=1))
     assert _deprecated(checkout).read_text() == SOURCE
@@ -73,6 +81,26 @@ def test_a_fix_whose_copy_lives_in_deprecated_is_declined_with_the_reason(checko
     assert not live.fixed
     assert live.not_fixed_reason.endswith("may not change (diffusers accepts no changes to pipelines/deprecated/)")
     assert _deprecated(checkout).read_text() == copied
+
+
+def test_a_copy_of_deprecated_code_cited_with_a_slash_is_declined_with_the_reason(checkout: Path) -> None:
+    # As diffusers main's AnimateDiff SDXL cites `pipelines.deprecated.text_to_video_synthesis/pipeline_...`:
+    # check_copies joins the parts into a path, so the slash names the same module.
+    live, copied = _live_copy_of(checkout, "pipelines.deprecated/old.Pipe")
+    (finding,) = run(RunOptions(paths=(checkout / "src",), jobs=1)).findings
+    assert not finding.fixed
+    assert finding.not_fixed_reason.endswith("may not change (diffusers accepts no changes to pipelines/deprecated/)")
+    assert live.read_text() == copied
+
+
+def test_a_copy_whose_source_the_tree_does_not_define_is_declined_with_the_reason(checkout: Path) -> None:
+    live, copied = _live_copy_of(checkout, "pipelines.gone.Pipe")
+    (finding,) = run(RunOptions(paths=(checkout / "src",), jobs=1)).findings
+    assert finding.not_fixed_reason == (
+        f"`Pipe` in {live} is `# Copied from` `diffusers.pipelines.gone.Pipe`, which this tree does not define, "
+        "so a change there cannot be shown to keep the copy"
+    )
+    assert live.read_text() == copied
 
 
 def test_the_text_summary_says_how_many_were_skipped_and_why(checkout: Path) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 
+from codemods.analysis.second_schedule import shared_schedule_blocker
 from codemods.analysis.stepped_schedulers import TIMESTEP_SOURCES, SteppedScheduler
 from codemods.source import dotted_name, statements
 
@@ -60,14 +61,7 @@ def step_blocker(scheduler: SteppedScheduler, loop: ast.For, schedule_owner: str
         )
     if name == schedule_owner:
         return None
-    if len(scheduler.bindings) > 1:
-        lines = ", ".join(str(b.lineno) for b in scheduler.bindings)
-        return (
-            f"`{name}` is bound on lines {lines}; whether it shares the schedule of `{schedule_owner}` cannot be told"
-        )
-    if scheduler.copied_from != schedule_owner:
-        return f"`{name}` is stepped with the timesteps of `{schedule_owner}`, whose schedule it may not share"
-    return _copy_blocker(scheduler, method, loop, schedule_owner)
+    return shared_schedule_blocker(scheduler, method, loop, schedule_owner)
 
 
 def _skipped(body: list[ast.stmt], targets: set[int], assigned: set[str]) -> str | None:
@@ -104,47 +98,6 @@ def _skipped(body: list[ast.stmt], targets: set[int], assigned: set[str]) -> str
 
 def _continue_line(statement: ast.stmt) -> int:
     return next(n.lineno for n in _loop_statements(statement) if isinstance(n, ast.Continue))
-
-
-def _copy_blocker(scheduler: SteppedScheduler, method: ast.AST, loop: ast.For, owner: str) -> str | None:
-    """Why the copy `scheduler` may not hold `owner`'s schedule when the loop starts."""
-    name, (binding,) = scheduler.expression, scheduler.bindings
-    between = [
-        node
-        for node in ast.walk(method)
-        if isinstance(node, ast.Call) and binding.end_lineno < node.lineno < loop.lineno  # type: ignore[operator]
-    ]
-    own = [_sets_schedule(call, name) for call in between if _sets_schedule(call, name) is not None]
-    owners = [_sets_schedule(call, owner) for call in ast.walk(method) if isinstance(call, ast.Call)]
-    owners = [call for call in owners if call is not None and call.lineno < loop.lineno]
-    if not own:
-        if owners and all(call.lineno < binding.lineno for call in owners):
-            return None  # copied with the schedule already set
-        return f"`{name}` is copied from `{owner}` before the schedule of `{owner}` is set"
-    if len(own) == 1 and len(owners) == 1 and _same_arguments(own[0], owners[0]):
-        return None
-    return f"`{name}` gets its own schedule (line {own[0].lineno}), which may differ from `{owner}`'s"
-
-
-def _sets_schedule(call: ast.Call, scheduler: str) -> ast.Call | None:
-    """`call` if it is `<scheduler>.set_timesteps(...)` or `retrieve_timesteps(<scheduler>, ...)`."""
-    if isinstance(call.func, ast.Attribute) and call.func.attr == "set_timesteps":
-        return call if dotted_name(call.func.value) == scheduler else None
-    if (dotted_name(call.func) or "").endswith(TIMESTEP_SOURCES) and call.args:
-        return call if dotted_name(call.args[0]) == scheduler else None
-    return None
-
-
-def _same_arguments(first: ast.Call, second: ast.Call) -> bool:
-    """The two calls pass the same schedule arguments (the scheduler itself aside), as written."""
-    return type(first.func) is type(second.func) and _arguments(first) == _arguments(second)
-
-
-def _arguments(call: ast.Call) -> list[tuple[str | None, str]]:
-    # `ast.unparse`, not `ast.dump`: dump's recursive closure leaves a reference cycle per call, and the
-    # scan workers run with the cycle collector off.
-    positional = call.args if isinstance(call.func, ast.Attribute) else call.args[1:]
-    return [(None, ast.unparse(a)) for a in positional] + [(k.arg, ast.unparse(k.value)) for k in call.keywords]
 
 
 def _holds(block: list[ast.stmt], targets: set[int]) -> bool:
@@ -205,8 +158,8 @@ def _invariant(test: ast.expr, assigned: set[str]) -> bool:
     return not any(isinstance(node, ast.Name) and node.id in assigned for node in nodes)
 
 
-def _assigned_in(loop: ast.For) -> set[str]:
-    return {node.id for node in ast.walk(loop) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+def _assigned_in(scope: ast.AST) -> set[str]:
+    return {node.id for node in ast.walk(scope) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
 
 
 def _short(node: ast.expr) -> str:

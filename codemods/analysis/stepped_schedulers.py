@@ -134,6 +134,20 @@ def schedule_on_device(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return False
 
 
+def tested_schedulers(cls: ast.ClassDef) -> set[str]:
+    """Schedulers whose type or attributes the class tests: `isinstance(self.scheduler, ...)`,
+    `hasattr(self.scheduler, ...)` (EasyAnimate branches so on FlowMatch and on `scale_model_input`)."""
+    return {
+        receiver
+        for node in ast.walk(cls)
+        if isinstance(node, ast.Call)
+        and dotted_name(node.func) in ("isinstance", "hasattr")
+        and node.args
+        and (receiver := dotted_name(node.args[0])) is not None
+        and receiver.endswith("scheduler")
+    }
+
+
 def _typed(
     expression: str,
     calls: tuple[ast.Call, ...],

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from codemods.analysis.first_step import iterated_schedule, step_blocker
 from codemods.analysis.scheduler_lookups import index_lookups, merged
-from codemods.analysis.stepped_schedulers import STEP_CALL, SteppedScheduler, scheduler_loops
+from codemods.analysis.stepped_schedulers import STEP_CALL, SteppedScheduler, scheduler_loops, tested_schedulers
 from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
@@ -36,8 +36,9 @@ class SchedulerIndexLookup(Rule):
     (Helios starts at 0 by itself, DDIM never looks anything up) gets nothing, and one that looks
     an index up on *every* step (FlowMapEuler) is left to DIF007, since the begin index would
     save one sync of many. The schedulers followed are the pipeline's typed components
-    (`self.scheduler`, `self.prior_scheduler`) and local deep copies of them made before the loop
-    (`audio_scheduler = copy.deepcopy(self.scheduler)`, as LTX2 and Kandinsky 6 step their audio).
+    (`self.scheduler`, `self.prior_scheduler`) and locals bound to them or to deep copies of them
+    before the loop (`audio_scheduler = copy.deepcopy(self.scheduler)`, as LTX2 and Kandinsky 6
+    step their audio).
 
     Where the first step provably runs at the schedule's first timestep, the fix sets the begin
     index of each such scheduler just before the loop, with the comment diffusers uses:
@@ -49,16 +50,21 @@ class SchedulerIndexLookup(Rule):
         audio_scheduler.set_begin_index(0)
     ```
     guarded by `if hasattr(self.scheduler, "set_begin_index"):` (as PixArt and Sana do) when a
-    class the annotation allows has no such method. Provably means: the loop iterates the
-    scheduler's timesteps from the first (`retrieve_timesteps(self.scheduler, ...)` or
-    `self.scheduler.timesteps`, at most cut short with `timesteps[:n]`); every iteration reaches
-    `step()` (a `continue` before it, like LTX's `skip_steps_sigma_threshold`, makes the first
-    step that runs a later one; the `interrupt` exit and conditions no iteration changes, like
-    `if sample_audio:`, are fine); a copy has the loop's schedule (copied after it was set, or
-    given the same arguments); and the loop calls no `add_noise`/`scale_noise`/`set_timesteps`
-    (which read the begin index too). Loops that start later (img2img and inpainting with
-    `strength`), or that share the method with another loop, are reported only; so is a
-    scheduler of several that cannot be proven, while the others are fixed.
+    class the annotation allows has no such method, or when the pipeline's own code tests the
+    scheduler's type or attributes (`isinstance(self.scheduler, ...)`, `hasattr(self.scheduler,
+    ...)`, as EasyAnimate does): it then expects classes its annotation does not name.
+    Provably means: the loop iterates the scheduler's timesteps from the first
+    (`retrieve_timesteps(self.scheduler, ...)` or `self.scheduler.timesteps`, at most cut short with
+    `timesteps[:n]`); every iteration reaches `step()` (a `continue` before it, like LTX's
+    `skip_steps_sigma_threshold`, makes the first step that runs a later one; the `interrupt` exit
+    and conditions no iteration changes, like `if sample_audio:`, are fine); a copy has the loop's
+    schedule (copied after it was set, or given the same arguments), and another scheduler is paired
+    with it by the pipeline itself (its own schedule set with the same arguments and read at the
+    iteration's index, `audio_timesteps[i]`, as LTX2's condition and LoRA pipelines do with
+    `self.audio_scheduler`); and the loop calls no `add_noise`/`scale_noise`/`set_timesteps` (which
+    read the begin index too). Loops that start later (img2img and inpainting with `strength`), or
+    that share the method with another loop, are reported only; so is a scheduler of several that
+    cannot be proven, while the others are fixed.
 
     ## Why is this bad?
     Without a begin index the first `step()` (or `scale_model_input()`) calls
@@ -120,9 +126,17 @@ class SchedulerIndexLookup(Rule):
             handled = handled_by_class[id(found.owner)]
             schedulers = [s for s in found.schedulers if handled is not None and s.expression not in handled]
             if schedulers:
-                yield self._finding(source, found.method, found.loop, schedulers, found.elsewhere)
+                yield self._finding(source, found.owner, found.method, found.loop, schedulers, found.elsewhere)
 
-    def _finding(self, source: SourceFile, method, loop: ast.For, schedulers: list, others: frozenset[str]) -> Finding:
+    def _finding(
+        self,
+        source: SourceFile,
+        owner_class: ast.ClassDef,
+        method,
+        loop: ast.For,
+        schedulers: list,
+        others: frozenset[str],
+    ) -> Finding:
         owner, blocker = iterated_schedule(method, loop)
         anchor = _anchor(method, loop)
         if blocker is None and anchor is None:
@@ -138,6 +152,7 @@ class SchedulerIndexLookup(Rule):
         if calls and anchor is not None:
             edit = Edit(source.statement_ref(anchor), "set_begin_index", (("calls", calls),), inserts=True)
             fix = self.fix("set the begin index before the loop", edit)
+        tested = tested_schedulers(owner_class)
         return self.finding(
             source,
             schedulers[0].steps[0],
@@ -146,17 +161,20 @@ class SchedulerIndexLookup(Rule):
             requires=tuple(_lookup_question(s) for s in schedulers),
             not_fixed_reason=next(iter(blockers.values())) if fix is None else None,
             blockers=blockers,
+            tested=sorted(s.expression for s in schedulers if {s.expression, s.copied_from} & tested),
         )
 
     def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
         lookups: dict[str, list[str]] = {}  # scheduler -> its classes that look the first index up
-        unguarded: set[str] = set()  # schedulers whose every class has `set_begin_index`
+        # Schedulers whose every class has `set_begin_index`, unless the pipeline's own code tests the scheduler's
+        # type or attributes: it then expects classes its annotation does not name.
+        unguarded: set[str] = set()
         for _, expression, methods, *types in finding.requires:
             classes = sorted({c for name in types for c in index.expand_types(name)})
             looking = [c for c in classes if _reads_begin_index(index, c, methods.split(","))]
             if looking:
                 lookups[expression] = looking
-            if all(index.methods(c, "set_begin_index") for c in classes):
+            if expression not in finding.extra["tested"] and all(index.methods(c, "set_begin_index") for c in classes):
                 unguarded.add(expression)
         if not lookups:
             return None  # nothing looks an index up, or every lookup stays whatever the begin index (DIF007)
@@ -272,15 +290,26 @@ def _begin_index_set(cls: ast.ClassDef) -> set[str] | None:
 
 
 def _anchor(method, loop: ast.For) -> ast.stmt | None:
-    """The statement to insert before: the loop, or the `with self.progress_bar(...)` it opens."""
+    """The statement to insert before: the loop, or the `with self.progress_bar(...)` that holds it, where
+    what the `with` runs before the loop leaves the schedulers alone (CogVideoX-Fun sets
+    `old_pred_original_sample = None` there): diffusers sets the begin index before the `with`."""
     for node in ast.walk(method):
         for block in _blocks(node):
             for statement in block:
                 if statement is loop:
                     return statement
-                if isinstance(statement, ast.With | ast.AsyncWith) and statement.body and statement.body[0] is loop:
-                    return statement
+                if isinstance(statement, ast.With | ast.AsyncWith) and loop in statement.body:
+                    before = statement.body[: statement.body.index(loop)]
+                    return statement if not any(map(_touches_a_scheduler, before)) else loop
     return None
+
+
+def _touches_a_scheduler(statement: ast.stmt) -> bool:
+    return any(
+        "scheduler" in (node.id if isinstance(node, ast.Name) else node.attr)
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name | ast.Attribute)
+    )
 
 
 def _blocks(node: ast.AST) -> list[list[ast.stmt]]:

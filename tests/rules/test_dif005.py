@@ -100,6 +100,8 @@ REVIEWED = (
     "anyflow/pipeline_anyflow.py",
     "ltx2/pipeline_ltx2_image2video.py",
     "ltx2/pipeline_ltx2_condition.py",
+    "ltx2/pipeline_ltx2_hdr_lora.py",
+    "ltx2/pipeline_ltx2_ic_lora.py",
     "kandinsky6/pipeline_kandinsky6_ti2va.py",
     "stable_diffusion/pipeline_stable_unclip.py",
     "cosmos/pipeline_cosmos_text2world.py",
@@ -175,11 +177,17 @@ def test_an_audio_copy_that_may_be_none_is_guarded(reviewed: Reviewed) -> None:
     ]
 
 
-def test_an_audio_scheduler_that_may_be_its_own_component_is_left_alone(reviewed: Reviewed) -> None:
-    name = "ltx2/pipeline_ltx2_condition.py"
+@pytest.mark.parametrize(
+    "name", ["ltx2/pipeline_ltx2_condition.py", "ltx2/pipeline_ltx2_hdr_lora.py", "ltx2/pipeline_ltx2_ic_lora.py"]
+)
+def test_an_audio_scheduler_that_may_be_its_own_component_gets_its_index_where_the_loop_pairs_its_schedule(
+    reviewed: Reviewed, name: str
+) -> None:
+    # `audio_scheduler` is `self.audio_scheduler` or a deep copy of `self.scheduler`; it gets its own schedule with
+    # the video's arguments, and the loop reads `audio_timesteps[i]` at iteration i: begin index 0 is that pairing.
     (finding,) = reviewed.findings(name)
-    assert reviewed.inserted(name)[2:] == ["self.scheduler.set_begin_index(0)"]
-    assert "the fix leaves `audio_scheduler` alone: `audio_scheduler` is bound on lines" in finding.message
+    assert finding.fixed
+    assert reviewed.inserted(name)[2:] == ["self.scheduler.set_begin_index(0)", "audio_scheduler.set_begin_index(0)"]
 
 
 def test_a_prior_loop_over_timesteps_read_from_its_scheduler_gets_that_schedulers_index(reviewed: Reviewed) -> None:
