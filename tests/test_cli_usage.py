@@ -65,7 +65,8 @@ def test_diff_prints_only_the_patch_on_stdout_and_counts_what_it_fixes_and_leave
     before, after = (text.splitlines(keepends=True) for text in (CASE.input_text(), CASE.expected_text()))
     assert result.stdout == "".join(difflib.unified_diff(before, after, "a/pipeline.py", "b/pipeline.py"))
     lines = result.stderr.splitlines()
-    assert [line.split(": ")[0] for line in lines[:3]] == ["pipeline.py:29:30", "pipeline.py:42:27", "pipeline.py:45:17"]
+    # The two fixed findings at their input lines; the one left at its line once the diff is applied (42 before).
+    assert [line.split(": ")[0] for line in lines[:3]] == ["pipeline.py:29:30", "pipeline.py:43:27", "pipeline.py:45:17"]
     assert lines[3] == "1 file(s) would change: the diff fixes 2 of 3 finding(s), 1 remain; 1 file(s) scanned."
 
 

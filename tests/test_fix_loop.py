@@ -7,6 +7,7 @@ diffusers 0.16.1's LMS scheduler was held back by a pipeline that the same run f
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     def held_back_by_first(self, finding, index):
         kept = resolve(self, finding, index)
         if kept is not None and Path(kept.path).name == "second.py" and ".sample" in index.text(str(root / "first.py")):
-            kept.fix, kept.not_fixed_reason = None, HELD_BACK
+            return replace(kept, fix=None, not_fixed_reason=HELD_BACK)
         return kept
 
     monkeypatch.setattr(OutputAttributeAccess, "resolve", held_back_by_first)
