@@ -232,8 +232,8 @@ def evidence_markdown(record: dict[str, Any]) -> str:
         "",
         (
             f"Written by `{record['command']}` (`benchmarks/gpu_scale.sh`) in {record.get('seconds', 0):.0f} s. "
-            "Each group's tree is rewritten by the engine; both trees run in separate worker processes, one after "
-            "the other, on the same device."
+            "Each group's tree is rewritten by the engine; each case runs on both trees in separate worker "
+            "processes on the same device, measuring in turn; this file is written after every side of every case."
         ),
     ]
     for group in record["groups"]:

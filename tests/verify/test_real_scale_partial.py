@@ -135,3 +135,9 @@ def test_gpu_scale_writes_the_finished_side_while_the_other_still_runs(
 
     _qwen(tmp_path, progress)
     assert written[0] == (True, True)
+
+
+def test_a_case_cut_before_it_started_says_so_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _rewritten_side_times_out(monkeypatch)
+    lines = real_scale_lines(_qwen(tmp_path, deadline=time.monotonic() + 59.0))
+    assert [line for line in lines if line.endswith("cut by time")] == ["- `QwenImagePipeline`: not run: cut by time"]

@@ -152,8 +152,11 @@ TREES = {"before": "original", "after": "rewritten"}
 
 def _failure_lines(case: dict[str, Any]) -> list[str]:
     """Why a side or a mode has no figures; a case measured on one tree only says which (`original only, ...`)."""
+    errors = case.get("errors", {})
+    if len(errors) == 2 and len(set(errors.values())) == 1:  # the same on both trees, e.g. cut by time
+        return [f"- `{case['case']}`: {errors['before']}"]
     lines = []
-    for side, error in case.get("errors", {}).items():
+    for side, error in errors.items():
         other = "after" if side == "before" else "before"
         only = f"{TREES[other]} only, " if any(_timed(mode[other]) for mode in case["modes"]) else ""
         joiner = " " if error.startswith(("not run", "timed out", "worker exited")) else ": "
