@@ -65,14 +65,17 @@ def run_real_scale(
 
     Case by case: both trees' workers start at once (their start-up, about 13 s on the H200, overlaps)
     and take turns on the device through a lock, so a case's pair is done before the next case
-    starts, and every finished side is kept: `progress` gets the section after each side (cases
-    not reached yet are listed as `pending`). A case may take `caps[name]` seconds, else
+    starts, and every finished side is kept: `progress` gets the section at the start and after
+    each side (cases not reached yet are listed as `pending`). A case may take `caps[name]` seconds, else
     `timeout_s`; one that would start with less than that left before `deadline`
     (time.monotonic) is not run, and says so (CUT_BY_TIME).
     """
     work_dir.mkdir(parents=True, exist_ok=True)
     sides: dict[str, dict[str, dict[str, Any]]] = {}
     trees = {"original": changes.original, "rewritten": changes.rewritten}
+    progress(
+        _section(changes, names, sides, device, scale)
+    )  # a run stopped in its first case still shows what it was on
     for index, name in enumerate(names):
         cap = (caps or {}).get(name, timeout_s)
         if deadline is not None and deadline - time.monotonic() < cap:
