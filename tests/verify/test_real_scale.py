@@ -81,6 +81,13 @@ def test_a_cpu_run_reports_no_cuda_figures() -> None:
     assert (eager["cuda_ms_per_unit"], eager["peak_memory_mib"], "big_syncs" in eager) == (None, None, False)
 
 
+def test_a_case_reports_the_seconds_of_each_phase() -> None:
+    result = measure_case(
+        "NucleusMoEImageTransformer2DModel", REDUCED, torch.device("cpu"), [installed_diffusers()], [], Path(), 0
+    )
+    assert list(result["modes"][0]["seconds"]) == ["build", "cold run", "timed runs"]
+
+
 def test_a_profiled_run_gives_its_big_syncs_every_host_wait_and_the_counts_per_step() -> None:
     trace = json.loads((Path(__file__).parent / "data" / "cuda_trace.json").read_text())
     roots = [Path("/opt/diffusers/src/diffusers")]
