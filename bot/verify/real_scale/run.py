@@ -1,4 +1,4 @@
-"""The parent's side of the real-scale run: both trees' workers, one after the other, and their pairing.
+"""The parent's side of the real-scale run: both trees' workers, case by case, and their pairing.
 
 Each case runs in both trees at once, each side in its own worker process (`runner.run_tree`),
 taking turns on the device through a lock, so the two never share a process or measure at the
@@ -23,7 +23,8 @@ from bot.verify.runner import run_tree
 DEFAULT_SCALE = Scale()
 
 CASE_TIMEOUT_S = 240.0
-"""How long one case may run in one tree (worker start, build, cold run, timed runs, profile, compiled modes)."""
+"""How long one case may take on both trees (worker start-up, then each tree's build, cold run, timed runs,
+profile and compiled modes, in turn)."""
 
 CUT_BY_TIME = "not run: cut by time"
 NOT_RUN_YET = "not run yet"
@@ -73,9 +74,8 @@ def run_real_scale(
     work_dir.mkdir(parents=True, exist_ok=True)
     sides: dict[str, dict[str, dict[str, Any]]] = {}
     trees = {"original": changes.original, "rewritten": changes.rewritten}
-    progress(
-        _section(changes, names, sides, device, scale)
-    )  # a run stopped in its first case still shows what it was on
+    # Handed out before the first case too: a run stopped there still shows what it was on.
+    progress(_section(changes, names, sides, device, scale))
     for index, name in enumerate(names):
         cap = (caps or {}).get(name, timeout_s)
         if deadline is not None and deadline - time.monotonic() < cap:
