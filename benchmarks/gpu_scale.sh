@@ -7,8 +7,10 @@
 # Groups, in priority order (benchmarks/gpu_scale.py: GROUPS): QwenImage before diffusers #13406
 # (4 blocks, then the released 60); DIF005 on the SD3 and Sana loops, DIF002 on
 # FlowMatchHeunDiscreteScheduler, DIF001 on Kandinsky 5 and NucleusMoE; DIF003 compile time; the SD3
-# loop compiled. A group that does not fit in what is left of the budget (default 300 s) is skipped
-# and listed; results are written after every group, and a failed case is reported, not fatal.
+# loop compiled. A case that does not fit its cap in what is left of the budget (default 280 s) is
+# not started and listed as cut by time; results are written after every side of every case, so a
+# run killed from outside keeps what finished, and a failed case is reported, not fatal.
+# On a lent GPU: `timeout 300 benchmarks/gpu_scale.sh` (see docs/gpu-evidence.md).
 #
 # Installs nothing: it needs a Python with torch (CUDA build), diffusers 0.42.1, transformers,
 # libcst, typer and rich already there ($PYTHON, else .venv/bin/python, else python3), and

@@ -15,7 +15,6 @@ import pytest
 import torch
 
 from bot.verify.changes import ChangeSet, Rewrite
-from bot.verify.cuda_census import census_from_chrome_trace
 from bot.verify.real_scale.builders import released_model
 from bot.verify.real_scale.cases import KANDINSKY5_T2V, cases_for
 from bot.verify.real_scale.measure import host_waits, measure_case
@@ -82,10 +81,17 @@ def test_a_cpu_run_reports_no_cuda_figures() -> None:
     assert (eager["cuda_ms_per_unit"], eager["peak_memory_mib"], "big_syncs" in eager) == (None, None, False)
 
 
+def test_a_case_reports_the_seconds_of_each_phase() -> None:
+    result = measure_case(
+        "NucleusMoEImageTransformer2DModel", REDUCED, torch.device("cpu"), [installed_diffusers()], [], Path(), 0
+    )
+    assert list(result["modes"][0]["seconds"]) == ["build", "cold run", "timed runs"]
+
+
 def test_a_profiled_run_gives_its_big_syncs_every_host_wait_and_the_counts_per_step() -> None:
     trace = json.loads((Path(__file__).parent / "data" / "cuda_trace.json").read_text())
     roots = [Path("/opt/diffusers/src/diffusers")]
-    waits = host_waits(census_from_chrome_trace(trace, roots), trace, roots, units=2)
+    waits = host_waits(trace, roots, units=2)
     euler, flux = "schedulers/scheduling_flow_match_euler_discrete.py:360", "pipelines/flux/pipeline_flux.py"
     assert waits == {
         "big_syncs": [

@@ -1,13 +1,15 @@
-"""The parent's side of the real-scale run: both trees' workers, one after the other, and their pairing.
+"""The parent's side of the real-scale run: both trees' workers, case by case, and their pairing.
 
-Each tree runs every case in its own worker process (`runner.run_tree`: a case that crashes or
-hangs costs only itself), the original tree first, so the two never share a process or the GPU
-at the same time. No torch here.
+Each case runs in both trees at once, each side in its own worker process (`runner.run_tree`),
+taking turns on the device through a lock, so the two never share a process or measure at the
+same time, and a run cut short keeps every side that finished. No torch here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,11 @@ from bot.verify.runner import run_tree
 DEFAULT_SCALE = Scale()
 
 CASE_TIMEOUT_S = 240.0
-"""How long one case may run in one tree (build, cold run, timed runs, profile, compiled modes)."""
+"""How long one case may take on both trees (worker start-up, then each tree's build, cold run, timed runs,
+profile and compiled modes, in turn)."""
+
+CUT_BY_TIME = "not run: cut by time"
+NOT_RUN_YET = "not run yet"
 
 
 def not_measured(why: str) -> dict[str, Any]:
@@ -52,21 +58,82 @@ def run_real_scale(
     python: Path | None = None,
     say: Callable[[str], None] = lambda message: None,
     timeout_s: float = CASE_TIMEOUT_S,
+    deadline: float | None = None,
+    progress: Callable[[dict[str, Any]], None] = lambda section: None,
+    caps: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
-    """Every case run in `names` (`Case` or `Case@options`) on both trees of `changes`, paired before -> after."""
-    sides = []
-    for label, package in (("original", changes.original), ("rewritten", changes.rewritten)):
-        # Both trees trace the same files in their first run, so neither's first-run time carries more tracing.
-        trace = sorted(str(package / path) for path in changes.changed_files)
-        say(f"real scale: {len(names)} case(s) in the {label} tree ({device})")
-        request = WorkerRequest(str(package), device, list(names), str(work_dir / label), trace, scale=scale.to_dict())
-        results = run_tree(request, timeout_s=timeout_s, python=python)
-        for result in results:
-            outcome = f"done in {result.get('seconds', 0):.0f} s" if result.get("ok") else result.get("error", "")[:300]
-            say(f"real scale: {label}: {result['target']}: {outcome}")
-        sides.append(results)
-    cases = [pair(name, before, after, changes) for name, before, after in zip(names, *sides, strict=True)]
+    """Every case run in `names` (`Case` or `Case@options`) on both trees of `changes`, paired before -> after.
+
+    Case by case: both trees' workers start at once (their start-up, about 13 s on the H200, overlaps)
+    and take turns on the device through a lock, so a case's pair is done before the next case
+    starts, and every finished side is kept: `progress` gets the section at the start and after
+    each side (cases not reached yet are listed as `pending`). A case may take `caps[name]` seconds, else
+    `timeout_s`; one that would start with less than that left before `deadline`
+    (time.monotonic) is not run, and says so (CUT_BY_TIME).
+    """
+    work_dir.mkdir(parents=True, exist_ok=True)
+    sides: dict[str, dict[str, dict[str, Any]]] = {}
+    trees = {"original": changes.original, "rewritten": changes.rewritten}
+    # Handed out before the first case too: a run stopped there still shows what it was on.
+    progress(_section(changes, names, sides, device, scale))
+    for index, name in enumerate(names):
+        cap = (caps or {}).get(name, timeout_s)
+        if deadline is not None and deadline - time.monotonic() < cap:
+            sides[name] = {label: {"target": name, "ok": False, "error": CUT_BY_TIME} for label in trees}
+            say(f"real scale: {name}: {CUT_BY_TIME}")
+            progress(_section(changes, names, sides, device, scale))
+            continue
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            running = {
+                pool.submit(
+                    _one_side, changes, name, work_dir / f"{index:03d}-{label}", package, device, scale, python, cap
+                ): label
+                for label, package in trees.items()
+            }
+            for done in as_completed(running):
+                label, result = running[done], done.result()
+                outcome = (
+                    f"done in {result.get('seconds', 0):.0f} s" if result.get("ok") else result.get("error", "")[:300]
+                )
+                say(f"real scale: {label}: {name}: {outcome}")
+                sides.setdefault(name, {})[label] = result
+                progress(_section(changes, names, sides, device, scale))
+    return _section(changes, names, sides, device, scale)
+
+
+def _one_side(
+    changes: ChangeSet,
+    name: str,
+    out_dir: Path,
+    package: Path,
+    device: str,
+    scale: Scale,
+    python: Path | None,
+    timeout_s: float,
+) -> dict[str, Any]:
+    """One case run in one tree's own worker (a case that crashes or hangs costs only itself); the lock in
+    `out_dir`'s parent keeps the other tree's worker off the device while this one measures."""
+    # Both trees trace the same files in their first run, so neither's first-run time carries more tracing.
+    trace = sorted(str(package / path) for path in changes.changed_files)
+    lock = str(out_dir.parent / "measure.lock")
+    request = WorkerRequest(str(package), device, [name], str(out_dir), trace, scale=scale.to_dict(), measure_lock=lock)
+    return run_tree(request, timeout_s=timeout_s, python=python)[0]
+
+
+def _section(
+    changes: ChangeSet, names: list[str], sides: dict[str, dict[str, dict[str, Any]]], device: str, scale: Scale
+) -> dict[str, Any]:
+    """The section as far as it has run: each case with a side done, paired; the rest pending."""
+    not_yet = {"ok": False, "error": NOT_RUN_YET}
+    cases = [
+        pair(name, sides[name].get("original", not_yet), sides[name].get("rewritten", not_yet), changes)
+        for name in names
+        if name in sides
+    ]
     section = {"measured": device == "cuda", "device": device, "scale": scale.to_dict(), "cases": cases}
+    pending = [name for name in names if name not in sides]
+    if pending:
+        section["pending"] = pending
     if device != "cuda":
         section["why"] = f"run on {device}, whose timings say nothing about a GPU's (the machinery only)"
     return section
@@ -81,15 +148,16 @@ def pair(name: str, before: dict[str, Any], after: dict[str, Any], changes: Chan
         side: result.get("error") for side, result in (("before", before), ("after", after)) if not result.get("ok")
     }
     modes_before = {mode["mode"]: mode for mode in before.get("modes", [])}
+    modes_after = {mode["mode"]: mode for mode in after.get("modes", [])}
     modes = []
-    for mode in after.get("modes", []):
-        earlier = modes_before.get(mode["mode"], {})
+    for name_of_mode in dict.fromkeys([*modes_before, *modes_after]):  # a side that did not run keeps the other's
+        earlier, later = modes_before.get(name_of_mode, {}), modes_after.get(name_of_mode, {})
         modes.append(
             {
-                "mode": mode["mode"],
+                "mode": name_of_mode,
                 "before": earlier,
-                "after": mode,
-                "generation": _generation(case.generation_units, earlier, mode),
+                "after": later,
+                "generation": _generation(case.generation_units, earlier, later),
             }
         )
     return {

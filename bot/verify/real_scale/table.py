@@ -42,21 +42,28 @@ def real_scale_lines(section: dict[str, Any] | None) -> list[str]:
         "|" + "---|" * len(HEADER),
     ]
     for case in cases:
-        lines += [_row(case, mode) for mode in case["modes"] if "error" not in mode["after"]]
+        lines += [_row(case, mode) for mode in case["modes"] if _timed(mode["before"]) or _timed(mode["after"])]
     lines += ["", *_built_lines(cases), "", *_generation_lines(cases), "", *_sync_lines(cases)]
     failed = [line for case in cases for line in _failure_lines(case)]
     if failed:
         lines += ["", "Not measured:", *failed]
+    if section.get("pending"):
+        lines += ["", f"Not reached when this was written: {', '.join(f'`{name}`' for name in section['pending'])}."]
     return lines
+
+
+def _timed(side: dict[str, Any]) -> bool:
+    return "wall_ms_per_unit" in side
 
 
 def _row(case: dict[str, Any], mode: dict[str, Any]) -> str:
     before, after = mode["before"], mode["after"]
-    per = after["unit"] + (f" (of {after['units']})" if after.get("units", 1) > 1 else "")
+    either = after if _timed(after) else before
+    per = either["unit"] + (f" (of {either['units']})" if either.get("units", 1) > 1 else "")
     cells = [
         f"`{case['case']}` ({', '.join(case['rules'])})",
-        after.get("how", mode["mode"])
-        if before.get("how") == after.get("how")
+        either.get("how", mode["mode"])
+        if before.get("how") == after.get("how") or not (_timed(before) and _timed(after))
         else f"{before.get('how', '–')} → {after.get('how')}",
         per,
         _arrow(before.get("wall_ms_per_unit"), after.get("wall_ms_per_unit")),
@@ -70,9 +77,10 @@ def _row(case: dict[str, Any], mode: dict[str, Any]) -> str:
 
 
 def _arrow(before: float | None, after: float | None, digits: int = 1) -> str:
-    if before is None or after is None:
+    """`before → after`; a side without the figure shows `–` (one that did not run, or not on CUDA)."""
+    if before is None and after is None:
         return "–"
-    return f"{before:.{digits}f} → {after:.{digits}f}"
+    return " → ".join("–" if value is None else f"{value:.{digits}f}" for value in (before, after))
 
 
 def _seconds(ms: float | None) -> float | None:
@@ -139,7 +147,22 @@ def _wait(sync: dict[str, Any]) -> str:
     return f"{sync['ms']:.1f} ms in `{sync['op']}` at `{sync['site']}`"
 
 
+TREES = {"before": "original", "after": "rewritten"}
+
+
 def _failure_lines(case: dict[str, Any]) -> list[str]:
-    lines = [f"- `{case['case']}` {side}: {error}" for side, error in case.get("errors", {}).items()]
-    lines += [f"- `{case['case']}` {m['mode']}: {m['after']['error']}" for m in case["modes"] if "error" in m["after"]]
+    """Why a side or a mode has no figures; a case measured on one tree only says which (`original only, ...`)."""
+    errors = case.get("errors", {})
+    if len(errors) == 2 and len(set(errors.values())) == 1:  # the same on both trees, e.g. cut by time
+        return [f"- `{case['case']}`: {errors['before']}"]
+    lines = []
+    for side, error in errors.items():
+        other = "after" if side == "before" else "before"
+        only = f"{TREES[other]} only, " if any(_timed(mode[other]) for mode in case["modes"]) else ""
+        joiner = " " if error.startswith(("not run", "timed out", "worker exited")) else ": "
+        lines.append(f"- `{case['case']}`: {only}{TREES[side]}{joiner}{error}")
+    for mode in case["modes"]:
+        for side in ("before", "after"):
+            if "error" in mode[side]:
+                lines.append(f"- `{case['case']}` {mode['mode']}, {TREES[side]}: {mode[side]['error']}")
     return lines
