@@ -49,7 +49,9 @@ class HostSyncInHotPath(Rule):
     `min`/`max` of tensors, and Python comparisons or truth tests of tensors (`if t < boundary:`).
     Only values the code shows to be tensors on the device count: parameters annotated as tensors,
     torch ops on device tensors, model outputs, registered buffers, the timesteps a pipeline set
-    on its device and the `t` its loop takes from them. Python numbers, CPU tensors (a
+    on its device (with `set_timesteps(..., device=...)` or `retrieve_timesteps(scheduler, n, device)`),
+    the slice of them an img2img pipeline's `get_timesteps` keeps, and the `t` its loop takes from
+    them. Python numbers, CPU tensors (a
     `timesteps_cpu` copy, a scheduler's CPU sigmas), set-up code, first-step-only branches and
     non-tensor fallbacks (`if not torch.is_tensor(t):`) are left alone, as is `x[mask] = value`
     (a masked fill, no sync). A scheduler call in a denoising loop is reported where the
