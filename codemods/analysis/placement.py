@@ -191,6 +191,9 @@ class FunctionPlaces:
             receiver = timesteps_slice_receiver(self.cls.methods.get(value.func.attr))  # type: ignore[union-attr]
             if receiver is not None:
                 return self._scheduler_timesteps_place(receiver)
+        if self.cls is not None and _is_self_method_call(value):
+            # `latents, target_mask, shapes = self.prepare_latents(...)`: what the method's returns hold there.
+            return self.cls.returned_item_place(value.func.attr, position)  # type: ignore[union-attr]
         place = self.place(value)
         if place.is_tensor and splits(value):
             return place  # `a, b = x.chunk(2)`

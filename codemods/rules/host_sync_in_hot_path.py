@@ -51,7 +51,8 @@ class HostSyncInHotPath(Rule):
     torch ops on device tensors, model outputs, registered buffers, the timesteps a pipeline set
     on its device (with `set_timesteps(..., device=...)` or `retrieve_timesteps(scheduler, n, device)`),
     the slice of them an img2img pipeline's `get_timesteps` keeps, and the `t` its loop takes from
-    them. Python numbers, CPU tensors (a
+    them, and the items of a method's tuple that every `return` of it builds on the device
+    (`latents, target_mask, shapes = self.prepare_latents(...)`). Python numbers, CPU tensors (a
     `timesteps_cpu` copy, a scheduler's CPU sigmas), set-up code, first-step-only branches and
     non-tensor fallbacks (`if not torch.is_tensor(t):`) are left alone, as is `x[mask] = value`
     (a masked fill, no sync). A scheduler call in a denoising loop is reported where the
