@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from codemods.analysis.class_places import places_at
 from codemods.analysis.host_reads import HostRead, host_reads
-from codemods.analysis.hot_paths import hot_paths
+from codemods.analysis.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.placement import FunctionPlaces
 from codemods.analysis.scheduler_lookups import every_call_lookup
 from codemods.analysis.stepped_schedulers import scheduler_loops
@@ -234,7 +234,7 @@ def _message(source: SourceFile, read: HostRead, scope: ast.AST) -> str:
     what, remedy = _WHAT[read.kind]
     expression = _short(source.segment(read.node) if read.kind != "truth" else source.segment(read.operand))
     operand = _short(source.segment(read.operand))
-    if isinstance(scope, ast.For | ast.AsyncFor):
+    if isinstance(scope, STEP_LOOPS):
         when, once = "every denoising step", "once before the loop"
     else:
         when = f"every call of `{scope.name}`"  # type: ignore[attr-defined]

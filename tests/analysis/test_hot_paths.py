@@ -80,3 +80,27 @@ def test_a_scheduler_loop_over_timesteps_is_not_a_denoising_loop() -> None:
                 index = (self.timesteps == timestep).nonzero()  # here
     """
     assert _hot_lines(code) == [False]
+
+
+def test_a_while_loop_that_steps_the_scheduler_is_a_step_loop() -> None:
+    code = """
+    class Pipe(DiffusionPipeline):
+        def __call__(self, x):
+            while not done:
+                x = self.scheduler.step(self.model(x), 0, x).prev_sample  # here
+                done = x.isfinite().all()  # here
+    """
+    assert _hot_lines(code) == [True, True]
+
+
+def test_a_loop_over_segments_that_holds_the_denoising_loop_is_not_one() -> None:
+    # Wan Animate: each segment prepares its latents once, then runs a whole denoising loop.
+    code = """
+    class Pipe(DiffusionPipeline):
+        def __call__(self, segments):
+            for segment in segments:
+                latents = self.prepare_latents(segment)  # here
+                for t in steps:
+                    latents = self.scheduler.step(self.model(latents, t), t, latents).prev_sample  # here
+    """
+    assert _hot_lines(code) == [False, True]
