@@ -2,7 +2,8 @@
 
 Hot:
 - `forward` of any class (diffusers' modules), `__call__` of an attention processor (a class
-  named `*Processor*`: it runs inside every attention forward), and a scheduler's `step`,
+  named `*Processor*`: it runs inside every attention forward), an attention backend (a function
+  registered with `@_AttentionBackendRegistry.register(...)`, which processors dispatch to), and a scheduler's `step`,
   `step_*` (`step_pred`, `step_correct`...) and `scale_model_input`, which loops call every step
   (a scheduler: a `*Scheduler` class or a subclass of `SchedulerMixin`);
 - a pipeline's denoising loop: a `for` over `timesteps` or over `self.progress_bar(...)`, or a
@@ -77,6 +78,19 @@ def is_denoising_loop(loop: ast.AST) -> bool:
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
         if "timesteps" in name or name == "progress_bar":
             return True
+    return False
+
+
+def _is_attention_backend(function: Function) -> bool:
+    """`@_AttentionBackendRegistry.register(...)`: an attention backend, run by every attention forward;
+    not one for another backend than CUDA (`AttentionBackendName._NATIVE_NPU`, `_NATIVE_XLA`)."""
+    for decorator in function.decorator_list:
+        if isinstance(decorator, ast.Call) and (dotted_name(decorator.func) or "").endswith(
+            "AttentionBackendRegistry.register"
+        ):
+            name = (dotted_name(decorator.args[0]) or "") if decorator.args else ""
+            words = set(name.rsplit(".", 1)[-1].lower().split("_"))
+            return not words & _OTHER_BACKENDS
     return False
 
 
@@ -158,6 +172,7 @@ def _analyse(source: SourceFile) -> HotPaths:
                 paths.loops.add(id(loop))
                 paths.ranges.append((loop.lineno, loop.end_lineno or loop.lineno))
                 worklist.extend((callee, methods) for callee in _callees(source, loop.body, methods, module_functions))
+    worklist.extend((function, {}) for function in module_functions.values() if _is_attention_backend(function))
     while worklist:
         function, methods = worklist.pop()
         if id(function) in paths.functions or is_cached(function) or function.name == "__init__":

@@ -42,8 +42,9 @@ _WHAT = {
 class HostSyncInHotPath(Rule):
     """
     ## What it does
-    Finds code in a hot path (a pipeline's denoising loop, an `nn.Module.forward`, an attention
-    processor, a scheduler's `step`, and what they call) that makes the host wait for the
+    Finds code in a hot path (a pipeline's denoising loop, or a `while` loop that steps the
+    scheduler, an `nn.Module.forward`, an attention processor or registered attention backend, a
+    scheduler's `step`, and what they call) that makes the host wait for the
     accelerator: `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `int(t)`/`float(t)`,
     `torch.nonzero`/`.nonzero()`, `torch.unique`, boolean-mask reads (`x[mask]`), builtin
     `min`/`max` of tensors, and Python comparisons or truth tests of tensors (`if t < boundary:`).

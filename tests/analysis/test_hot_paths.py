@@ -104,3 +104,21 @@ def test_a_loop_over_segments_that_holds_the_denoising_loop_is_not_one() -> None
                     latents = self.scheduler.step(self.model(latents, t), t, latents).prev_sample  # here
     """
     assert _hot_lines(code) == [False, True]
+
+
+def test_a_registered_attention_backend_and_its_helpers_are_hot_but_not_an_npu_one() -> None:
+    code = """
+    def _lengths(mask):
+        return mask.sum(dim=1).max().item()  # here
+
+
+    @_AttentionBackendRegistry.register(AttentionBackendName.FLASH_VARLEN, constraints=[])
+    def _flash_varlen_attention(query, key, value, attn_mask=None):
+        return _lengths(attn_mask)  # here
+
+
+    @_AttentionBackendRegistry.register(AttentionBackendName._NATIVE_NPU, constraints=[])
+    def _native_npu_attention(query, key, value, attn_mask=None):
+        return torch.all(attn_mask != 0)  # here
+    """
+    assert _hot_lines(code) == [True, True, False]
