@@ -5,7 +5,8 @@ tensor involved is on the accelerator. Rules that report them must tell a device
 CPU tensor (`timesteps_cpu`, a scheduler's CPU sigmas) and both from Python numbers, which the
 same expressions handle all over diffusers. The answer is deliberately one-sided: `DEVICE` only
 where the code shows it (a torch op on a device tensor, a parameter annotated as a tensor, a
-model's output, a registered buffer, `.to(device)`); anything else is `UNKNOWN` and reported by
+model's output, a registered buffer, `.to(device)`, `device=x.device` with `x` an input of a model's
+method); anything else is `UNKNOWN` and reported by
 nobody.
 
 Names are flow-insensitive: a local's place is the join of everything assigned to it in the
@@ -304,12 +305,22 @@ class FunctionPlaces:
             owner = self.place(device.value)
             if owner.is_tensor:
                 return owner
-            if owner is Place.MODULE or device.attr == "_execution_device":
+            if owner is Place.MODULE or device.attr == "_execution_device" or self._unannotated_input(device.value):
                 return Place.DEVICE
             return Place.UNKNOWN
         if isinstance(device, ast.Name):
             return self._device_name_place(device)
         return Place.UNKNOWN
+
+    def _unannotated_input(self, owner: ast.expr) -> bool:
+        """`hidden_states.device` with `hidden_states` an unannotated parameter, never rebound: the device of
+        the input the caller passed, as a parameter named `device` is (only a tensor or a module has `.device`)."""
+        if not isinstance(owner, ast.Name) or self.cls is None or not self.cls.is_module:
+            return False  # a model's method: what it is handed comes from the model's own inputs
+        bindings = self.bindings.reaching(owner.id, owner)
+        return bool(bindings) and all(
+            b.kind == "parameter" and b.argument is not None and b.argument.annotation is None for b in bindings
+        )
 
     def _device_name_place(self, device: ast.Name) -> Place:
         name = device.id

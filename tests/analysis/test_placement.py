@@ -180,3 +180,15 @@ def test_an_item_every_return_of_a_method_makes_on_the_device_is_on_the_device()
 
 def test_an_item_one_return_makes_on_the_host_is_unknown() -> None:
     assert _place_of(PREPARED, "mask", "kept") is Place.UNKNOWN
+
+
+def test_the_device_of_an_unannotated_input_of_a_model_method_is_the_device() -> None:
+    code = """
+    import torch
+
+
+    class Patchify(torch.nn.Module):
+        def patchify(self, hidden_states):
+            sizes = torch.tensor([2, 2], device=hidden_states.device)
+    """
+    assert _place_of(code, "torch.tensor([2, 2], device=hidden_states.device)") is Place.DEVICE
