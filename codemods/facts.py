@@ -35,6 +35,8 @@ class MethodFacts:
     # When the method takes `return_dict`: the first items of the tuples it returns under
     # `if not return_dict:`, and the output dataclasses it returns otherwise.
     tuple_firsts: tuple[str, ...] = ()
+    # What it returns under `if not return_dict:` that is not a tuple display (`return x`: Kandinsky 5).
+    bare_returns: tuple[str, ...] = ()
     output_returns: tuple[OutputReturn, ...] = ()
     # `return self.other(..., return_dict=return_dict)`: what `other` returns, this returns.
     delegates: tuple[str, ...] = ()
@@ -158,6 +160,7 @@ def _method_facts(node: ast.FunctionDef | ast.AsyncFunctionDef) -> MethodFacts:
     if not facts.takes_return_dict:
         return facts
     tuple_firsts: list[str] = []
+    bare_returns: list[str] = []
     outputs: list[OutputReturn] = []
     delegates: list[str] = []
     for inner in statements(node.body):
@@ -166,6 +169,8 @@ def _method_facts(node: ast.FunctionDef | ast.AsyncFunctionDef) -> MethodFacts:
                 if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Tuple):
                     elements = statement.value.elts
                     tuple_firsts.append(ast.unparse(elements[0]) if elements else "")
+                elif isinstance(statement, ast.Return):
+                    bare_returns.append(ast.unparse(statement.value) if statement.value else "None")
         elif isinstance(inner, ast.Return) and isinstance(inner.value, ast.Call):
             name = _base_name(inner.value.func)
             if _passes_return_dict_through(inner.value) and _is_self_method(inner.value.func):
@@ -184,6 +189,7 @@ def _method_facts(node: ast.FunctionDef | ast.AsyncFunctionDef) -> MethodFacts:
         keyword_only=facts.keyword_only,
         has_var_kwargs=facts.has_var_kwargs,
         tuple_firsts=tuple(tuple_firsts),
+        bare_returns=tuple(bare_returns),
         output_returns=tuple(outputs),
         delegates=tuple(delegates),
     )

@@ -33,6 +33,7 @@ class ClassPlaces:
         self._attributes: dict[str, Place] = {}
         self._in_progress: set[str] = set()
         self._functions: dict[int, FunctionPlaces] = {}
+        self._returning: set[tuple[str, int]] = set()  # returned items being worked out (a recursion guard)
 
     @cached_property
     def methods(self) -> dict[str, Function]:
@@ -121,6 +122,27 @@ class ClassPlaces:
             if self.function(method).assigns(f"self.{name}"):
                 found = join(found, self.exit_place(method, name))
         return found if found not in (None, Place.PENDING) else Place.UNKNOWN
+
+    def returned_item_place(self, method_name: str, position: int) -> Place:
+        """Where item `position` of `self.<method_name>(...)`'s result lives, when every return is a tuple
+        display (`return latents, target_mask, shapes`): DEVICE where each return's item is, else UNKNOWN."""
+        method = self.methods.get(method_name)
+        key = (method_name, position)
+        if method is None or key in self._returning:
+            return Place.UNKNOWN
+        returns = [s.value for s in statements(method.body) if isinstance(s, ast.Return)]
+        if not returns or not all(
+            isinstance(value, ast.Tuple)
+            and len(value.elts) > position
+            and not any(isinstance(e, ast.Starred) for e in value.elts[: position + 1])
+            for value in returns
+        ):
+            return Place.UNKNOWN
+        self._returning.add(key)
+        places = self.function(method)
+        found = {places.place(value.elts[position]) for value in returns}  # type: ignore[union-attr]
+        self._returning.discard(key)
+        return Place.DEVICE if found == {Place.DEVICE} else Place.UNKNOWN
 
     def may_exit_on_device(self, method: Function, name: str) -> bool:
         """Whether some path through `method` leaves `self.<name>` on the device."""

@@ -2,11 +2,13 @@
 
 Hot:
 - `forward` of any class (diffusers' modules), `__call__` of an attention processor (a class
-  named `*Processor*`: it runs inside every attention forward), and a scheduler's `step`,
+  named `*Processor*`: it runs inside every attention forward), an attention backend (a function
+  registered with `@_AttentionBackendRegistry.register(...)`, which processors dispatch to), and a scheduler's `step`,
   `step_*` (`step_pred`, `step_correct`...) and `scale_model_input`, which loops call every step
   (a scheduler: a `*Scheduler` class or a subclass of `SchedulerMixin`);
-- a pipeline's denoising loop: a `for` over `timesteps` or over `self.progress_bar(...)` (in any
-  class but a scheduler, whose loops over `timesteps` walk a batch of them, e.g. in `add_noise`);
+- a pipeline's denoising loop: a `for` over `timesteps` or over `self.progress_bar(...)`, or a
+  `for`/`while` whose body calls `<...>scheduler.step(...)` (in any class but a scheduler, whose
+  loops over `timesteps` walk a batch of them, e.g. in `add_noise`);
 - any function or method called from hot code, transitively, through `self.m(...)` (same class)
   or `f(...)` (same module).
 Cold, even inside hot code:
@@ -28,6 +30,8 @@ from dataclasses import dataclass, field
 from codemods.source import Ancestors, SourceFile, child_nodes, dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+# What a hot scope that is no function may be: a denoising loop (`hot_scope` answers one per step).
+STEP_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 _CACHING_DECORATORS = {"lru_cache_unless_export", "lru_cache", "cache", "cached_property"}
 _EXPORT_ONLY = {"is_exporting", "is_tracing", "is_scripting"}
@@ -74,6 +78,41 @@ def is_denoising_loop(loop: ast.AST) -> bool:
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
         if "timesteps" in name or name == "progress_bar":
             return True
+    return False
+
+
+def _is_attention_backend(function: Function) -> bool:
+    """`@_AttentionBackendRegistry.register(...)`: an attention backend, run by every attention forward;
+    not one for another backend than CUDA (`AttentionBackendName._NATIVE_NPU`, `_NATIVE_XLA`)."""
+    for decorator in function.decorator_list:
+        if isinstance(decorator, ast.Call) and (dotted_name(decorator.func) or "").endswith(
+            "AttentionBackendRegistry.register"
+        ):
+            name = (dotted_name(decorator.args[0]) or "") if decorator.args else ""
+            words = set(name.rsplit(".", 1)[-1].lower().split("_"))
+            return not words & _OTHER_BACKENDS
+    return False
+
+
+def _steps_a_scheduler(loop: ast.AST) -> bool:
+    """A `for`/`while` loop whose own body, not a loop nested in it, calls `<...>scheduler.step(...)`: a step
+    loop, whatever it walks (LLaDA2 refines a block `while should_continue:`). A loop over segments or
+    blocks that runs a whole denoising loop each time (Wan Animate) is not one."""
+    if not isinstance(loop, STEP_LOOPS):
+        return False
+    stack: list[ast.AST] = list(loop.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*STEP_LOOPS, *_SCOPES)):
+            continue
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "step"
+            and (dotted_name(node.func.value) or "").endswith("scheduler")
+        ):
+            return True
+        stack.extend(child_nodes(node))
     return False
 
 
@@ -129,10 +168,11 @@ def _analyse(source: SourceFile) -> HotPaths:
             entries |= _PROCESSOR_ENTRY_METHODS
         worklist.extend((methods[name], methods) for name in entries if name in methods)
         for method in methods.values() if not is_scheduler(cls) else ():
-            for loop in (n for n in statements(method.body) if is_denoising_loop(n)):
+            for loop in (n for n in statements(method.body) if is_denoising_loop(n) or _steps_a_scheduler(n)):
                 paths.loops.add(id(loop))
                 paths.ranges.append((loop.lineno, loop.end_lineno or loop.lineno))
                 worklist.extend((callee, methods) for callee in _callees(source, loop.body, methods, module_functions))
+    worklist.extend((function, {}) for function in module_functions.values() if _is_attention_backend(function))
     while worklist:
         function, methods = worklist.pop()
         if id(function) in paths.functions or is_cached(function) or function.name == "__init__":

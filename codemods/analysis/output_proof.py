@@ -1,49 +1,68 @@
-"""Whether `method(..., return_dict=False)[0]` is, for every class the callee may be, the field read off its output.
+"""How `method(..., return_dict=False)` hands back the field read off its output, for every class the callee may be.
 
 Proved from the facts of the callee's own source (`codemods.facts.MethodFacts`): the method takes
-`return_dict`, returns a tuple under `if not return_dict:` whose first item is one expression,
-and every output dataclass it returns otherwise stores that expression in the field read (by
-keyword, or as the first positional field). A method that hands `return_dict` on to another of
-its class (`return self.step_plms(..., return_dict=return_dict)`) is proved through it.
+`return_dict`, returns under `if not return_dict:` either a tuple whose first item is one expression
+(diffusers' convention: read `[0]`) or that expression itself (Kandinsky 5's transformer returns
+`x`: read nothing), and every output dataclass it returns otherwise stores that expression in the
+field read (by keyword, or as the first positional field). A method that hands `return_dict` on to
+another of its class (`return self.step_plms(..., return_dict=return_dict)`) is proved through it.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from codemods.facts import MethodFacts, OutputReturn
 from codemods.project import ProjectIndex
 
 _MAX_DELEGATION = 4
 
-
-def returns_field_first(class_name: str, method: str, field: str, positional: int, index: ProjectIndex) -> bool:
-    """`positional` is the number of positional arguments of the call (so `return_dict` is not one of them)."""
-    return _proves(class_name, method, field, positional, index, 0)
+# "tuple": `return_dict=False` returns `(value, ...)`; "bare": it returns `value` itself.
+OutputForm = Literal["tuple", "bare"]
 
 
-def _proves(class_name: str, method: str, field: str, positional: int, index: ProjectIndex, depth: int) -> bool:
+def output_form(class_name: str, method: str, field: str, positional: int, index: ProjectIndex) -> OutputForm | None:
+    """The one form every definition of `class_name.method` returns the field's value in; None when unproved or mixed.
+
+    `positional` is the number of positional arguments of the call (so `return_dict` is not one of them).
+    """
+    return _form(class_name, method, field, positional, index, 0)
+
+
+def _form(
+    class_name: str, method: str, field: str, positional: int, index: ProjectIndex, depth: int
+) -> OutputForm | None:
     definitions = index.methods(class_name, method)
     if not definitions or depth > _MAX_DELEGATION:
-        return False
-    return all(_proves_one(class_name, m, field, positional, index, depth) for m in definitions)
+        return None
+    return _one({_form_one(class_name, m, field, positional, index, depth) for m in definitions})
 
 
-def _proves_one(
+def _form_one(
     class_name: str, method: MethodFacts, field: str, positional: int, index: ProjectIndex, depth: int
-) -> bool:
+) -> OutputForm | None:
     if not method.takes_return_dict:
-        return False
+        return None
     if "return_dict" in method.positional and positional > method.positional.index("return_dict"):
-        return False
+        return None
     # Delegates receive `return_dict` by keyword, so the caller's positional count does not reach them.
-    if not all(_proves(class_name, d, field, 0, index, depth + 1) for d in method.delegates):
-        return False
-    if not method.tuple_firsts and not method.output_returns:
-        return bool(method.delegates)
-    firsts = set(method.tuple_firsts)
-    if len(firsts) != 1 or not method.output_returns:
-        return False
+    delegated = {_form(class_name, d, field, 0, index, depth + 1) for d in method.delegates}
+    if None in delegated:
+        return None
+    if not method.tuple_firsts and not method.bare_returns and not method.output_returns:
+        return _one(delegated)
+    if method.tuple_firsts and method.bare_returns:
+        return None
+    own: OutputForm = "tuple" if method.tuple_firsts else "bare"
+    firsts = set(method.tuple_firsts or method.bare_returns)
+    if len(firsts) != 1 or not method.output_returns or delegated - {own}:
+        return None
     (first,) = firsts
-    return all(_stores_first(output, first, field, index) for output in method.output_returns)
+    return own if all(_stores_first(output, first, field, index) for output in method.output_returns) else None
+
+
+def _one(forms: set[OutputForm | None]) -> OutputForm | None:
+    return next(iter(forms)) if len(forms) == 1 else None
 
 
 def _stores_first(output: OutputReturn, first: str, field: str, index: ProjectIndex) -> bool:

@@ -5,7 +5,8 @@ tensor involved is on the accelerator. Rules that report them must tell a device
 CPU tensor (`timesteps_cpu`, a scheduler's CPU sigmas) and both from Python numbers, which the
 same expressions handle all over diffusers. The answer is deliberately one-sided: `DEVICE` only
 where the code shows it (a torch op on a device tensor, a parameter annotated as a tensor, a
-model's output, a registered buffer, `.to(device)`); anything else is `UNKNOWN` and reported by
+model's output, a registered buffer, `.to(device)`, `device=x.device` with `x` an input of a model's
+method); anything else is `UNKNOWN` and reported by
 nobody.
 
 Names are flow-insensitive: a local's place is the join of everything assigned to it in the
@@ -23,6 +24,7 @@ from codemods.analysis.bindings import Binding, FunctionBindings
 from codemods.analysis.call_places import call_place, moved_place, splits
 from codemods.analysis.hot_paths import is_other_backend_test
 from codemods.analysis.place import Place, combine, join, parameter_place
+from codemods.analysis.schedule_slices import timesteps_slice_receiver
 from codemods.source import call_argument, dotted_name
 
 if TYPE_CHECKING:
@@ -185,6 +187,14 @@ class FunctionPlaces:
                 return Place.PYTHON
             device = call_argument(value, "device", 2)
             return self.device_place(device) if device is not None else Place.UNKNOWN
+        if position == 0 and self.cls is not None and _is_self_method_call(value):
+            # `timesteps, n = self.get_timesteps(...)`: a slice of the schedule this function set.
+            receiver = timesteps_slice_receiver(self.cls.methods.get(value.func.attr))  # type: ignore[union-attr]
+            if receiver is not None:
+                return self._scheduler_timesteps_place(receiver)
+        if self.cls is not None and _is_self_method_call(value):
+            # `latents, target_mask, shapes = self.prepare_latents(...)`: what the method's returns hold there.
+            return self.cls.returned_item_place(value.func.attr, position)  # type: ignore[union-attr]
         place = self.place(value)
         if place.is_tensor and splits(value):
             return place  # `a, b = x.chunk(2)`
@@ -238,7 +248,7 @@ class FunctionPlaces:
                 return self.name_place(f"self.{node.attr}", node)
             return self.cls.attribute_place(node.attr) if self.cls is not None else Place.UNKNOWN
         if _is_scheduler_timesteps(node):
-            return self._scheduler_timesteps_place(node)
+            return self._scheduler_timesteps_attribute_place(node)
         if isinstance(node.value, ast.Attribute) and node.value.attr == "config":
             return Place.PYTHON
         base = self.place(node.value)
@@ -252,9 +262,11 @@ class FunctionPlaces:
             return Place.DEVICE
         return Place.UNKNOWN
 
-    def _scheduler_timesteps_place(self, node: ast.Attribute) -> Place:
+    def _scheduler_timesteps_attribute_place(self, node: ast.Attribute) -> Place:
         """`self.scheduler.timesteps`: on the device where this function set them with a device."""
-        receiver = ast.unparse(node.value)  # not ast.dump: its recursive closure is a cycle per call
+        return self._scheduler_timesteps_place(ast.unparse(node.value))  # not ast.dump: a cycle per call
+
+    def _scheduler_timesteps_place(self, receiver: str) -> Place:
         if receiver not in self._timesteps_places:
             self._timesteps_places[receiver] = self._set_timesteps_place(receiver)
         return self._timesteps_places[receiver]
@@ -268,6 +280,15 @@ class FunctionPlaces:
                 and ast.unparse(call.func.value) == receiver
             ):
                 device = call_argument(call, "device", 1)
+                if device is not None:
+                    return self.device_place(device)
+            if (
+                isinstance(call, ast.Call)
+                and (dotted_name(call.func) or "").endswith("retrieve_timesteps")
+                and call.args
+                and ast.unparse(call.args[0]) == receiver
+            ):
+                device = call_argument(call, "device", 2)  # diffusers' helper calls `set_timesteps(..., device=device)`
                 if device is not None:
                     return self.device_place(device)
         return Place.UNKNOWN
@@ -284,12 +305,22 @@ class FunctionPlaces:
             owner = self.place(device.value)
             if owner.is_tensor:
                 return owner
-            if owner is Place.MODULE or device.attr == "_execution_device":
+            if owner is Place.MODULE or device.attr == "_execution_device" or self._unannotated_input(device.value):
                 return Place.DEVICE
             return Place.UNKNOWN
         if isinstance(device, ast.Name):
             return self._device_name_place(device)
         return Place.UNKNOWN
+
+    def _unannotated_input(self, owner: ast.expr) -> bool:
+        """`hidden_states.device` with `hidden_states` an unannotated parameter, never rebound: the device of
+        the input the caller passed, as a parameter named `device` is (only a tensor or a module has `.device`)."""
+        if not isinstance(owner, ast.Name) or self.cls is None or not self.cls.is_module:
+            return False  # a model's method: what it is handed comes from the model's own inputs
+        bindings = self.bindings.reaching(owner.id, owner)
+        return bool(bindings) and all(
+            b.kind == "parameter" and b.argument is not None and b.argument.annotation is None for b in bindings
+        )
 
     def _device_name_place(self, device: ast.Name) -> Place:
         name = device.id
@@ -305,6 +336,15 @@ class FunctionPlaces:
         if found is None and "device" in name:
             return Place.DEVICE
         return found if found in (Place.DEVICE, Place.HOST) else Place.UNKNOWN
+
+
+def _is_self_method_call(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+    )
 
 
 def _is_scheduler_timesteps(node: ast.Attribute) -> bool:

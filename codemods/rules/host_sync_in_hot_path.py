@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from codemods.analysis.class_places import places_at
 from codemods.analysis.host_reads import HostRead, host_reads
-from codemods.analysis.hot_paths import hot_paths
+from codemods.analysis.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.placement import FunctionPlaces
 from codemods.analysis.scheduler_lookups import every_call_lookup
 from codemods.analysis.stepped_schedulers import scheduler_loops
@@ -43,14 +43,18 @@ _WHAT = {
 class HostSyncInHotPath(Rule):
     """
     ## What it does
-    Finds code in a hot path (a pipeline's denoising loop, an `nn.Module.forward`, an attention
-    processor, a scheduler's `step`, and what they call) that makes the host wait for the
+    Finds code in a hot path (a pipeline's denoising loop, or a `while` loop that steps the
+    scheduler, an `nn.Module.forward`, an attention processor or registered attention backend, a
+    scheduler's `step`, and what they call) that makes the host wait for the
     accelerator: `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `int(t)`/`float(t)`,
     `torch.nonzero`/`.nonzero()`, `torch.unique`, boolean-mask reads (`x[mask]`), builtin
     `min`/`max` of tensors, and Python comparisons or truth tests of tensors (`if t < boundary:`).
     Only values the code shows to be tensors on the device count: parameters annotated as tensors,
     torch ops on device tensors, model outputs, registered buffers, the timesteps a pipeline set
-    on its device and the `t` its loop takes from them. Python numbers, CPU tensors (a
+    on its device (with `set_timesteps(..., device=...)` or `retrieve_timesteps(scheduler, n, device)`),
+    the slice of them an img2img pipeline's `get_timesteps` keeps, and the `t` its loop takes from
+    them, and the items of a method's tuple that every `return` of it builds on the device
+    (`latents, target_mask, shapes = self.prepare_latents(...)`). Python numbers, CPU tensors (a
     `timesteps_cpu` copy, a scheduler's CPU sigmas), set-up code, first-step-only branches and
     non-tensor fallbacks (`if not torch.is_tensor(t):`) are left alone, as is `x[mask] = value`
     (a masked fill, no sync). A scheduler call in a denoising loop is reported where the
@@ -232,7 +236,7 @@ def _message(source: SourceFile, read: HostRead, scope: ast.AST) -> str:
     what, remedy = _WHAT[read.kind]
     expression = _short(source.segment(read.node) if read.kind != "truth" else source.segment(read.operand))
     operand = _short(source.segment(read.operand))
-    if isinstance(scope, ast.For | ast.AsyncFor):
+    if isinstance(scope, STEP_LOOPS):
         when, once = "every denoising step", "once before the loop"
     else:
         when = f"every call of `{scope.name}`"  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ from codemods.analysis.host_factories import (
     keyword,
 )
 from codemods.analysis.host_reads import host_reads
-from codemods.analysis.hot_paths import hot_paths
+from codemods.analysis.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.place import Place
 from codemods.analysis.placement import FunctionPlaces
 from codemods.findings import Edit, Finding, Fix, FixSafety
@@ -123,7 +123,7 @@ class HostValueRebuilt(Rule):
         factory = host_factory(receiver, places, 0)
         if factory is None:
             return None
-        when = "every denoising step" if isinstance(scope, ast.For | ast.AsyncFor) else f"every call of `{scope.name}`"
+        when = "every denoising step" if isinstance(scope, STEP_LOOPS) else f"every call of `{scope.name}`"
         return self.finding(
             source, move,
             f"`{_short(source.segment(move))}` copies a tensor built on the host (from `{_short(source.segment(factory))}`, "
@@ -131,7 +131,7 @@ class HostValueRebuilt(Rule):
         )  # fmt: skip
 
     def _finding(self, source, tree, call, ancestors, factory, places: FunctionPlaces, scope) -> Finding | None:
-        when = "every denoising step" if isinstance(scope, ast.For | ast.AsyncFor) else f"every call of `{scope.name}`"
+        when = "every denoising step" if isinstance(scope, STEP_LOOPS) else f"every call of `{scope.name}`"
         text = _short(source.segment(call))
         moved = _moved_by(call, ancestors, places)
         device = keyword(call, "device")

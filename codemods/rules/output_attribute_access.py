@@ -6,7 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codemods.analysis.output_proof import returns_field_first
+from dataclasses import replace
+
+from codemods.analysis.output_proof import OutputForm, output_form
 from codemods.analysis.output_reads import OutputRead, output_read
 from codemods.findings import Edit, Finding, FixSafety
 from codemods.layout import Layout, add_keyword_argument, argument_layout
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
     import libcst
 
 _ADDED = "return_dict=False"
+_NO_LAYOUT = "the rewritten line must be re-wrapped around more than this call; fix by hand, then `make style`"
+_MIXED_FORMS = "the classes the callee may be return a tuple or the value itself under `return_dict=False`"
 _SELF_CALL = (
     "a model reading its own method's output: built once per call, and traced away under torch.compile "
     '(no measured effect, docs/dif004-evidence.md); `[tool.codemod] opt-in = ["DIF004-self-calls"]` fixes it'
@@ -66,12 +70,16 @@ class OutputAttributeAccess(Rule):
     ```
     In a multi-line call `return_dict=False,` goes on its own line, last; a line pushed past the
     project's line length is wrapped the way `ruff format` (diffusers' `make style`) wraps it. An
-    explicit `return_dict=True` is flipped.
+    explicit `return_dict=True` is flipped. A callee that returns the value itself rather than a
+    tuple under `if not return_dict:` (Kandinsky 5's transformer: `return x`) is read without `[0]`:
+    `self.transformer(..., return_dict=True).sample` becomes `self.transformer(..., return_dict=False)`.
 
     ## Fix safety
     Safe: the fix is offered only when every class the callee can be has a `return_dict`
     parameter that the call does not already fill, returns a tuple under `if not return_dict:`,
-    and that tuple's first item is the value its output dataclass stores in the field read.
+    and that tuple's first item is the value its output dataclass stores in the field read (or,
+    for every class alike, returns that value itself: then no `[0]`; classes that differ in the
+    form are reported without a fix).
     Calls with `*args`/`**kwargs` (which may already carry `return_dict`) are reported without a
     fix. `.sample(...)` method calls (`latent_dist.sample(generator)`) and fields other than the
     first (`.pred_original_sample`) are never touched. A function's reads of one callee change
@@ -108,11 +116,12 @@ class OutputAttributeAccess(Rule):
             if read is None:
                 continue
             statement = next(n for n in reversed(ancestors) if isinstance(n, ast.stmt))
-            layout = argument_layout(
-                source, read.call, _ADDED, tree.line_length, statement, "[0]", _rest_of_line(source, node)
-            )
+            rest = _rest_of_line(source, node)
+            layout = argument_layout(source, read.call, _ADDED, tree.line_length, statement, "[0]", rest)
+            # The layout if the callee returns the value itself under `return_dict=False` (no `[0]`).
+            bare_layout = argument_layout(source, read.call, _ADDED, tree.line_length, statement, "", rest)
             scope = enclosing(ancestors, (ast.FunctionDef, ast.AsyncFunctionDef))
-            sites.append(_Site(read, scope, layout, _why_no_fix(read.call, layout)))
+            sites.append(_Site(read, scope, layout, bare_layout, _why_no_fix(read.call, layout)))
         for group in _by_callee(sites):
             _all_or_none(group, source)
             requires = tuple(
@@ -127,9 +136,12 @@ class OutputAttributeAccess(Rule):
     def _finding(self, source: SourceFile, site: _Site, requires: tuple, positional: int) -> Finding:
         read = site.read
         fix = None
+        bare_fix = None
         if site.blocker is None:
-            edit = Edit(source.ref(read.node, type(read.node).__name__), "first_output", site.layout)
-            fix = self.fix(f"pass `{_ADDED}` and index `[0]`", edit)
+            target = source.ref(read.node, type(read.node).__name__)
+            fix = self.fix(f"pass `{_ADDED}` and index `[0]`", Edit(target, "first_output", site.layout))
+            if site.bare_layout is not None:
+                bare_fix = self.fix(f"pass `{_ADDED}`", Edit(target, "field_value", site.bare_layout))
         return self.finding(
             source,
             read.node,
@@ -139,15 +151,28 @@ class OutputAttributeAccess(Rule):
             requires=requires,
             not_fixed_reason=site.blocker,
             positional=positional,
+            bare_fix=bare_fix,
         )
 
     def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
         # Every site of one callee in a function asks for the same proof, so they stand or fall together.
+        forms: set[OutputForm] = set()
         for _, type_name, method, field in finding.requires:
             for class_name in index.expand_types(type_name):
-                if not returns_field_first(class_name, method, field, finding.extra["positional"], index):
+                form = output_form(class_name, method, field, finding.extra["positional"], index)
+                if form is None:
                     return None
-        return finding
+                forms.add(form)
+        if forms == {"tuple"}:
+            return finding
+        message = finding.message.replace(" and take `[0]`", "")
+        if finding.fix is None:
+            return replace(finding, message=message)
+        if forms == {"bare"} and finding.extra["bare_fix"] is not None:
+            return replace(finding, message=message, fix=finding.extra["bare_fix"])
+        # Both forms behind one callee (no single rewrite reads the value), or no layout without `[0]`.
+        reason = _MIXED_FORMS if forms != {"bare"} else _NO_LAYOUT
+        return replace(finding, message=message, fix=None, not_fixed_reason=reason)
 
     def edit_first_output(self, node: libcst.BaseExpression, wrap: str, indent: str) -> libcst.BaseExpression:
         call = node.value
@@ -156,6 +181,11 @@ class OutputAttributeAccess(Rule):
         if isinstance(node, cst.Subscript):
             return node.with_changes(value=updated_call, slice=[index])
         return cst.Subscript(value=updated_call, slice=[index], lpar=node.lpar, rpar=node.rpar)
+
+    def edit_field_value(self, node: libcst.BaseExpression, wrap: str, indent: str) -> libcst.BaseExpression:
+        """`call(...).sample` -> `call(..., return_dict=False)`, for a callee that returns the value itself."""
+        call = add_keyword_argument(node.value, "return_dict", cst.Name("False"), wrap=wrap, indent=indent)
+        return call.with_changes(lpar=[*node.lpar, *call.lpar], rpar=[*call.rpar, *node.rpar])
 
     valid = (
         # A `.sample(...)` method call is a distribution draw, not an output field.
@@ -202,6 +232,7 @@ class _Site:
     read: OutputRead
     scope: ast.AST | None  # the function the read is in
     layout: Layout | None
+    bare_layout: Layout | None
     blocker: str | None  # why this site cannot be fixed (None: it can)
 
 
@@ -214,7 +245,7 @@ def _why_no_fix(call: ast.Call, layout: Layout | None) -> str | None:
     ):
         return "the call already sets `return_dict` to something other than True"
     if layout is None:
-        return "the rewritten line must be re-wrapped around more than this call; fix by hand, then `make style`"
+        return _NO_LAYOUT
     return None
 
 

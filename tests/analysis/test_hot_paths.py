@@ -80,3 +80,45 @@ def test_a_scheduler_loop_over_timesteps_is_not_a_denoising_loop() -> None:
                 index = (self.timesteps == timestep).nonzero()  # here
     """
     assert _hot_lines(code) == [False]
+
+
+def test_a_while_loop_that_steps_the_scheduler_is_a_step_loop() -> None:
+    code = """
+    class Pipe(DiffusionPipeline):
+        def __call__(self, x):
+            while not done:
+                x = self.scheduler.step(self.model(x), 0, x).prev_sample  # here
+                done = x.isfinite().all()  # here
+    """
+    assert _hot_lines(code) == [True, True]
+
+
+def test_a_loop_over_segments_that_holds_the_denoising_loop_is_not_one() -> None:
+    # Wan Animate: each segment prepares its latents once, then runs a whole denoising loop.
+    code = """
+    class Pipe(DiffusionPipeline):
+        def __call__(self, segments):
+            for segment in segments:
+                latents = self.prepare_latents(segment)  # here
+                for t in steps:
+                    latents = self.scheduler.step(self.model(latents, t), t, latents).prev_sample  # here
+    """
+    assert _hot_lines(code) == [False, True]
+
+
+def test_a_registered_attention_backend_and_its_helpers_are_hot_but_not_an_npu_one() -> None:
+    code = """
+    def _lengths(mask):
+        return mask.sum(dim=1).max().item()  # here
+
+
+    @_AttentionBackendRegistry.register(AttentionBackendName.FLASH_VARLEN, constraints=[])
+    def _flash_varlen_attention(query, key, value, attn_mask=None):
+        return _lengths(attn_mask)  # here
+
+
+    @_AttentionBackendRegistry.register(AttentionBackendName._NATIVE_NPU, constraints=[])
+    def _native_npu_attention(query, key, value, attn_mask=None):
+        return torch.all(attn_mask != 0)  # here
+    """
+    assert _hot_lines(code) == [True, True, False]

@@ -153,3 +153,42 @@ def test_a_scheduler_keeps_what_set_timesteps_leaves() -> None:
 
 def test_a_local_reassigned_from_numpy_to_the_device_is_followed_in_order() -> None:
     assert _place_of(SCHEDULER, "sigmas", "self.timesteps = ") is Place.DEVICE
+
+
+PREPARED = """
+import torch
+
+
+class Pipe(DiffusionPipeline):
+    def prepare_latents(self, batch_size, device, on_host):
+        latents = torch.randn(batch_size, 4, device=device)
+        mask = torch.zeros(batch_size, device=device, dtype=torch.bool)
+        if on_host:
+            return latents, torch.zeros(batch_size, dtype=torch.bool)
+        return latents, mask
+
+    def __call__(self, batch_size: int, on_host: bool):
+        device = self._execution_device
+        latents, mask = self.prepare_latents(batch_size, device, on_host)
+        kept = latents[mask]
+"""
+
+
+def test_an_item_every_return_of_a_method_makes_on_the_device_is_on_the_device() -> None:
+    assert _place_of(PREPARED, "latents", "kept") is Place.DEVICE
+
+
+def test_an_item_one_return_makes_on_the_host_is_unknown() -> None:
+    assert _place_of(PREPARED, "mask", "kept") is Place.UNKNOWN
+
+
+def test_the_device_of_an_unannotated_input_of_a_model_method_is_the_device() -> None:
+    code = """
+    import torch
+
+
+    class Patchify(torch.nn.Module):
+        def patchify(self, hidden_states):
+            sizes = torch.tensor([2, 2], device=hidden_states.device)
+    """
+    assert _place_of(code, "torch.tensor([2, 2], device=hidden_states.device)") is Place.DEVICE

@@ -89,3 +89,50 @@ def test_a_read_the_proof_cannot_cover_takes_the_functions_other_reads_of_that_c
     findings = _run(path).findings
 
     assert [(f.line, f.fix is not None) for f in findings] == [(19, True)]
+
+
+_TWO_FORMS = """
+class TupleModel:
+    def forward(self, x, return_dict: bool = True):
+        if not return_dict:
+            return (x,)
+        return Output(sample=x)
+
+
+class BareModel:
+    def forward(self, x, return_dict: bool = True):
+        if not return_dict:
+            return x
+        return Output(sample=x)
+
+
+class Pipe:
+    def __init__(self, model: {annotation}):
+        self.register_modules(model=model)
+
+    def __call__(self, x):
+        return (self.model(x, return_dict=True)).sample
+"""
+
+
+def test_a_callee_returning_the_value_itself_is_read_without_an_index(tmp_path: Path) -> None:
+    path = tmp_path / "pipeline.py"
+    path.write_text(_TWO_FORMS.format(annotation="BareModel"))
+
+    result = _run(path, Mode.WRITE)
+
+    assert [(f.message, f.fixed) for f in result.findings] == [
+        ("`.sample` read off `self.model(...)` builds an output dataclass; pass `return_dict=False`", True)
+    ]
+    assert path.read_text().splitlines()[-1] == "        return (self.model(x, return_dict=False))"
+
+
+def test_a_callee_that_may_return_either_form_is_reported_without_a_fix(tmp_path: Path) -> None:
+    path = tmp_path / "pipeline.py"
+    path.write_text(_TWO_FORMS.format(annotation="TupleModel | BareModel"))
+
+    findings = _run(path).findings
+
+    assert [(f.fix, f.not_fixed_reason) for f in findings] == [
+        (None, "the classes the callee may be return a tuple or the value itself under `return_dict=False`")
+    ]
