@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import DiffusersTrees
+from installed_trees import DiffusersTrees
 
 from benchmarks.sweep_checks import import_failures
 from codemods.engine import Mode, RunOptions, run

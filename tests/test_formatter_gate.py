@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import DiffusersTrees
+from installed_trees import DiffusersTrees
 
 import codemods.rules.output_attribute_access as dif004
 from codemods import report

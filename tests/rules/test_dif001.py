@@ -12,7 +12,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from conftest import DiffusersTrees, run_python_in_tree
+from installed_trees import DiffusersTrees, run_python_in_tree
 
 from codemods.engine import Mode, RunOptions, run
 from tools.fixture_cases import find_case, write_files

@@ -17,7 +17,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import DiffusersTrees, run_python_in_tree
+from installed_trees import DiffusersTrees, run_python_in_tree
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import ast
 import json
 from pathlib import Path
 
-from conftest import DiffusersTrees, run_python_in_tree
+from installed_trees import DiffusersTrees, run_python_in_tree
 
 # Every model of diffusers 0.42.1 that DIF003 fixes, with the list it adds (reviewed one by one): the
 # denoisers its pipelines call per step, UNets and ControlNets with what their factory-built blocks stack.

@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import DiffusersTrees, run_python_in_tree
+from installed_trees import DiffusersTrees, run_python_in_tree
 
 from codemods.engine import Mode, RunOptions, RunResult, run
 from codemods.project import installed_diffusers

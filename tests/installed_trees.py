@@ -1,0 +1,56 @@
+"""The installed diffusers as test trees: a pristine copy and one rewritten by every rule.
+
+A module of its own, not conftest.py: test modules import these names, and `conftest` is not a
+unique module name once a subdirectory (tests/verify/) has a conftest of its own.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from codemods.engine import Mode, RunOptions, RunResult, run
+from codemods.project import installed_diffusers
+from tools.checkout_layout import write_checkout_config
+
+
+@dataclass(frozen=True)
+class DiffusersTrees:
+    """A pristine copy of the installed diffusers and one rewritten by every rule (unsafe fixes included).
+
+    The rewritten copy is laid out as a checkout (`<checkout>/src/diffusers`, diffusers' ruff settings
+    and formatter pin beside it), so the run goes through the formatter gate as a user's would.
+    """
+
+    original: Path  # parent directory holding `diffusers/`
+    rewritten: Path  # `<checkout>/src`
+    result: RunResult
+
+    def changed_files(self) -> list[str]:
+        """Paths relative to the package (`models/x.py`) of the files the run changed."""
+        root = self.rewritten / "diffusers"
+        return sorted(str(Path(p).relative_to(root)) for p in self.result.changes)
+
+
+def copy_installed_diffusers(destination: Path) -> Path:
+    shutil.copytree(installed_diffusers(), destination / "diffusers", ignore=shutil.ignore_patterns("__pycache__"))
+    return destination
+
+
+def build_diffusers_trees(directory: Path) -> DiffusersTrees:
+    original = copy_installed_diffusers(directory / "original")
+    (directory / "checkout").mkdir()
+    checkout = write_checkout_config(directory / "checkout")
+    rewritten = copy_installed_diffusers(checkout / "src")
+    result = run(RunOptions(paths=(rewritten / "diffusers",), mode=Mode.WRITE, unsafe_fixes=True))
+    return DiffusersTrees(original, rewritten, result)
+
+
+def run_python_in_tree(tree: Path, code: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter that imports diffusers from `tree` (never two diffusers in one process)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True, timeout=timeout
+    )
