@@ -47,7 +47,10 @@ def test_the_readmes_hook_ids_are_the_hooks_files() -> None:
 
 
 def test_make_tag_names_the_version_tag() -> None:
-    done = subprocess.run(["make", "-n", "tag"], cwd=ROOT, capture_output=True, text=True, check=True)
+    # --no-print-directory: under `make test`, a nested make would print "make[1]: Entering directory" last.
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-n", "tag"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
 
     assert shlex.split(done.stdout.strip().splitlines()[-1]) == [
         "git", "tag", "-a", f"v{VERSION}", "-m", f"diffusers-codemod {VERSION}",
