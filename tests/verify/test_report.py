@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from bot.verify import api, worker
+from bot.verify import worker
 from bot.verify.changes import ChangeSet, Rewrite
 from bot.verify.cuda_census import census_from_chrome_trace
 from bot.verify.report import TargetResult, VerifyReport
+from bot.verify.target_result import target_result
 from bot.verify.targets import TargetSpec
 from bot.verify.verdict import Side
 from bot.verify.workload import Workload
@@ -117,7 +118,7 @@ def test_a_cuda_profile_reaches_the_report_with_durations_and_big_syncs(
     rewrite = Rewrite(SCHEDULER, 360, 360, ("DIF005",), "FlowMatchEulerDiscreteScheduler", "x", frozenset({360}), False)
     changes = ChangeSet(ROOT, ROOT, [rewrite], RunResult(Mode.WRITE, [], 1))
     spec = TargetSpec("FlowMatchEulerDiscreteScheduler", "scheduler", ("FlowMatchEulerDiscreteScheduler",), "", print)
-    result = api._target_result(spec, before, after, changes, "cuda", 1e-4)
+    result = target_result(spec, before, after, changes, "cuda", 1e-4)
     assert (result.verdict, result.before["sync"], result.after["sync"]) == ("verified", 1.5, 0.5)
     assert result.durations_ms["before"]["sync"] == 77.03
     markdown = _report(result, device="cuda").to_markdown("codemod verify src/diffusers --device=cuda")
