@@ -83,7 +83,7 @@ def verify(
     import shlex
 
     from bot.verify import verify as run_verify  # torch and diffusers stay out of the static commands
-    from bot.verify.environment import EnvironmentFailed, TorchSource, interpreter_for
+    from bot.verify.environment import EnvironmentFailed, TorchSource, interpreter_for, require_cuda
     from bot.verify.own_tests import DEFAULT_BUDGET_S
 
     def say(message: str) -> None:
@@ -91,6 +91,8 @@ def verify(
 
     try:
         interpreter = interpreter_for(src, python, TorchSource(index_url=torch_index), say)
+        if device is VerifyDevice.cuda:
+            require_cuda(interpreter)
     except EnvironmentFailed as error:
         raise UsageError(str(error)) from None
     codes = rule_codes(select)

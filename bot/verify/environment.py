@@ -231,6 +231,20 @@ def check_interpreter(python: Path) -> Path:
     return python
 
 
+def require_cuda(python: Path | None) -> None:
+    """`--device cuda` on an interpreter that sees no CUDA device is a one-line error before any work,
+    not a report of changes that could not be verified."""
+    interpreter = str(python or sys.executable)
+    probe = "import torch; print(torch.cuda.is_available(), torch.__version__)"
+    done = subprocess.run([interpreter, "-c", probe], capture_output=True, text=True, check=False)
+    available, version = (done.stdout.split() + ["False", "(not importable)"])[:2]
+    if done.returncode != 0 or available != "True":
+        raise EnvironmentFailed(
+            f"--device cuda: {interpreter} sees no CUDA device (torch {version}); on a machine without one, "
+            "use --device emu (the emulated device counts the same copies and syncs)"
+        )
+
+
 def interpreter_for(
     src: Path,
     python: Path | None = None,

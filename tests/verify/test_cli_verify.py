@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from test_html_report import parse
 
 from bot.verify.census_summary import measured
@@ -93,6 +94,20 @@ def test_a_src_that_is_not_the_diffusers_package_root_is_refused_up_front(tmp_pa
     assert completed.stderr == (
         f"codemod: error: {src}: not a diffusers package root; SRC must be the `diffusers` package directory "
         "(`<checkout>/src/diffusers`, or an installed `.../site-packages/diffusers`), not a subpackage or a checkout\n"
+    )
+
+
+def test_cuda_on_a_machine_without_a_cuda_device_is_refused_up_front() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "codemods", "verify", str(installed_diffusers()), "--device", "cuda"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        f"codemod: error: --device cuda: {sys.executable} sees no CUDA device (torch {torch.__version__}); on a "
+        "machine without one, use --device emu (the emulated device counts the same copies and syncs)\n"
     )
 
 
