@@ -14,36 +14,16 @@ from __future__ import annotations
 import ast
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property
 
-from codemods.source import child_nodes, dotted_name
+from codemods.analysis.binding_sites import Binding, Function, bindings_by_name, comprehension_bindings
+from codemods.source import child_nodes
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _BINDS_BODY = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.comprehension)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 # The fields of a compound statement that hold statements (its own expressions are the others).
 _BLOCK_ITEMS = (ast.stmt, ast.excepthandler, ast.match_case)
-
-
-@dataclass(frozen=True, eq=False)
-class Binding:
-    """`name` bound by `owner` (a statement, a comprehension, or the function for a parameter).
-
-    kind: "value" (to `value`), "element" (an element of `value`, a loop's iterable), "item"
-    (item `position` of `value`, `a, b = value`), "augmented" (`name op= value`), "parameter"
-    (`argument`), "python" (not a tensor: an import, an `except ... as e`), "unknown".
-    """
-
-    name: str
-    owner: ast.AST
-    kind: str
-    value: ast.expr | None = None
-    position: int = 0
-    operator: ast.operator | None = None
-    argument: ast.arg | None = None
 
 
 class FunctionBindings:
@@ -65,7 +45,7 @@ class FunctionBindings:
         if chain is None:
             return bindings
         # A comprehension's variables are seen only inside it, so only those around the use count.
-        bindings = sorted([*bindings, *_comprehension_bindings(name, chain)], key=self._where)
+        bindings = sorted([*bindings, *comprehension_bindings(name, chain)], key=self._where)
         if not bindings:
             return bindings
         key = (name, id(use))
@@ -243,61 +223,10 @@ class FunctionBindings:
 
     @cached_property
     def _all(self) -> dict[str, list[Binding]]:
-        found: dict[str, list[Binding]] = {}
-
-        def add(binding: Binding) -> None:
-            found.setdefault(binding.name, []).append(binding)
-
-        arguments = self.function.args
-        for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
-            add(Binding(argument.arg, self.function, "parameter", argument=argument))
-        for argument in (arguments.vararg, arguments.kwarg):
-            if argument is not None:
-                add(Binding(argument.arg, self.function, "python"))
-        for node in self._statements[0]:
-            if isinstance(node, ast.If | ast.While):
-                # The one place diffusers binds with `:=` (statements are walked, not expressions).
-                for walrus in (n for n in ast.walk(node.test) if isinstance(n, ast.NamedExpr)):
-                    _bind(walrus.target, node, "value", walrus.value, add)
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    _bind(target, node, "value", node.value, add)
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                _bind(node.target, node, "value", node.value, add)
-            elif isinstance(node, ast.AugAssign):
-                name = _name(node.target)
-                if name:
-                    add(Binding(name, node, "augmented", node.value, operator=node.op))
-            elif isinstance(node, ast.For | ast.AsyncFor):
-                _bind_loop(node.target, node.iter, node, add)
-            elif isinstance(node, ast.With | ast.AsyncWith):
-                for item in node.items:
-                    if item.optional_vars is not None:
-                        _bind(item.optional_vars, node, "unknown", None, add)
-            elif isinstance(node, ast.Import | ast.ImportFrom):
-                for alias in node.names:
-                    add(Binding((alias.asname or alias.name).split(".")[0], node, "python"))
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                add(Binding(node.name, node, "python"))
+        found = bindings_by_name(self.function, self._statements[0])
         for bindings in found.values():
             bindings.sort(key=self._where)
         return found
-
-
-
-def _comprehension_bindings(name: str, chain: list[ast.AST]) -> list[Binding]:
-    """Bindings of `name` by the comprehensions a use sits in."""
-    found: list[Binding] = []
-
-    def add(binding: Binding) -> None:
-        if binding.name == name:
-            found.append(binding)
-
-    for node in reversed(chain):
-        if isinstance(node, _COMPREHENSIONS):
-            for generator in node.generators:
-                _bind_loop(generator.target, generator.iter, generator, add)
-    return found
 
 
 def _position(node: ast.AST) -> tuple[int, int]:
@@ -307,48 +236,3 @@ def _position(node: ast.AST) -> tuple[int, int]:
 def _inside(node: ast.AST, loop: ast.AST) -> bool:
     start, end = _position(loop)[0], getattr(loop, "end_lineno", None) or _position(loop)[0]
     return start < _position(node)[0] <= end
-
-
-def _name(target: ast.expr) -> str | None:
-    if isinstance(target, ast.Name):
-        return target.id
-    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-        return f"self.{target.attr}"
-    return None
-
-
-def _bind(target: ast.expr, owner: ast.AST, kind: str, value: ast.expr | None, add) -> None:
-    name = _name(target)
-    if name is not None:
-        add(Binding(name, owner, kind, value))
-    elif isinstance(target, ast.Tuple | ast.List):
-        items = value.elts if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts) else None
-        for position, element in enumerate(target.elts):
-            if isinstance(element, ast.Starred):
-                _bind(element.value, owner, "unknown", None, add)
-            elif items is not None:
-                _bind(element, owner, kind, items[position], add)
-            elif value is not None and kind == "value":
-                inner = _name(element)
-                if inner is not None:
-                    add(Binding(inner, owner, "item", value, position=position))
-                else:
-                    _bind(element, owner, "unknown", None, add)
-            else:
-                _bind(element, owner, "unknown", None, add)
-    elif isinstance(target, ast.Starred):
-        _bind(target.value, owner, "unknown", None, add)
-
-
-def _bind_loop(target: ast.expr, iterable: ast.expr, owner: ast.AST, add) -> None:
-    function = dotted_name(iterable.func) if isinstance(iterable, ast.Call) else None
-    if function == "enumerate" and iterable.args and isinstance(target, ast.Tuple) and len(target.elts) == 2:
-        _bind(target.elts[0], owner, "python", None, add)
-        _bind_loop(target.elts[1], iterable.args[0], owner, add)
-    elif function == "zip" and isinstance(target, ast.Tuple) and len(target.elts) == len(iterable.args):
-        for element, source in zip(target.elts, iterable.args):
-            _bind_loop(element, source, owner, add)
-    elif _name(target) is not None:
-        add(Binding(_name(target), owner, "element", iterable))  # type: ignore[arg-type]
-    else:
-        _bind(target, owner, "unknown", None, add)

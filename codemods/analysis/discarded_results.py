@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codemods.analysis.bindings import Binding
+from codemods.analysis.binding_sites import Binding
 from codemods.analysis.call_places import torch_returns_tensor
 from codemods.analysis.place import Place, parameter_place
 from codemods.source import dotted_name

@@ -20,8 +20,10 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from codemods.analysis.bindings import Binding, FunctionBindings
-from codemods.analysis.call_places import call_place, moved_place, splits
+from codemods.analysis.binding_sites import Binding
+from codemods.analysis.bindings import FunctionBindings
+from codemods.analysis.call_places import call_place, splits
+from codemods.analysis.device_places import device_place, may_be_on_device, set_timesteps_place
 from codemods.analysis.hot_paths import is_other_backend_test
 from codemods.analysis.place import Place, combine, join, parameter_place
 from codemods.analysis.schedule_slices import timesteps_slice_receiver
@@ -84,45 +86,9 @@ class FunctionPlaces:
     def is_device(self, node: ast.expr) -> bool:
         return self.place(node) is Place.DEVICE
 
-    def may_be_on_device(self, node: ast.expr, depth: int = 0) -> bool:
-        """Whether some path puts `node`'s value on the device (`.to(device)`, `device=device`), and no
-        later `.to("cpu")` takes it back: a "may" question, where `place` answers a "must" one."""
-        if self.place(node) is Place.DEVICE:
-            return True
-        if depth > 8:
-            return False
-        if isinstance(node, ast.Name):
-            return any(
-                binding.kind == "value"
-                and binding.value is not None
-                and self.may_be_on_device(binding.value, depth + 1)
-                for binding in self.bindings.reaching(node.id, node)
-            )
-        if isinstance(node, ast.Subscript):
-            return self.may_be_on_device(node.value, depth + 1)
-        if isinstance(node, ast.BinOp):
-            return self.may_be_on_device(node.left, depth + 1) or self.may_be_on_device(node.right, depth + 1)
-        if isinstance(node, ast.IfExp):
-            return self.may_be_on_device(node.body, depth + 1) or self.may_be_on_device(node.orelse, depth + 1)
-        if not isinstance(node, ast.Call):
-            return False
-        func = node.func
-        name = dotted_name(func) or ""
-        device = call_argument(node, "device", None)
-        if device is not None:
-            return self.device_place(device) is Place.DEVICE
-        if name.startswith("torch."):
-            elements = [e for a in node.args for e in (a.elts if isinstance(a, ast.List | ast.Tuple) else [a])]
-            return any(self.may_be_on_device(e, depth + 1) for e in elements)
-        if isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id == "self"):
-            if func.attr in ("cpu", "numpy", "item", "tolist"):
-                return False
-            if func.attr == "to" and node.args:
-                moved = moved_place(self, node, Place.UNKNOWN)
-                if moved in (Place.DEVICE, Place.HOST):
-                    return moved is Place.DEVICE
-            return self.may_be_on_device(func.value, depth + 1)
-        return False
+    def may_be_on_device(self, node: ast.expr) -> bool:
+        """Whether some path puts `node`'s value on the device (codemods.analysis.device_places)."""
+        return may_be_on_device(self, node)
 
     # -- bindings -------------------------------------------------------------------------------
 
@@ -268,74 +234,12 @@ class FunctionPlaces:
 
     def _scheduler_timesteps_place(self, receiver: str) -> Place:
         if receiver not in self._timesteps_places:
-            self._timesteps_places[receiver] = self._set_timesteps_place(receiver)
+            self._timesteps_places[receiver] = set_timesteps_place(self, receiver)
         return self._timesteps_places[receiver]
 
-    def _set_timesteps_place(self, receiver: str) -> Place:
-        for call in ast.walk(self.function):
-            if (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "set_timesteps"
-                and ast.unparse(call.func.value) == receiver
-            ):
-                device = call_argument(call, "device", 1)
-                if device is not None:
-                    return self.device_place(device)
-            if (
-                isinstance(call, ast.Call)
-                and (dotted_name(call.func) or "").endswith("retrieve_timesteps")
-                and call.args
-                and ast.unparse(call.args[0]) == receiver
-            ):
-                device = call_argument(call, "device", 2)  # diffusers' helper calls `set_timesteps(..., device=device)`
-                if device is not None:
-                    return self.device_place(device)
-        return Place.UNKNOWN
-
     def device_place(self, device: ast.expr) -> Place:
-        """Where a tensor created or moved with `device=<device>` lives."""
-        if isinstance(device, ast.Constant):
-            if isinstance(device.value, str):
-                return Place.HOST if device.value.split(":")[0] == "cpu" else Place.DEVICE
-            return Place.UNKNOWN
-        if isinstance(device, ast.Call) and dotted_name(device.func) == "torch.device" and device.args:
-            return self.device_place(device.args[0])
-        if isinstance(device, ast.Attribute) and device.attr in ("device", "_execution_device"):
-            owner = self.place(device.value)
-            if owner.is_tensor:
-                return owner
-            if owner is Place.MODULE or device.attr == "_execution_device" or self._unannotated_input(device.value):
-                return Place.DEVICE
-            return Place.UNKNOWN
-        if isinstance(device, ast.Name):
-            return self._device_name_place(device)
-        return Place.UNKNOWN
-
-    def _unannotated_input(self, owner: ast.expr) -> bool:
-        """`hidden_states.device` with `hidden_states` an unannotated parameter, never rebound: the device of
-        the input the caller passed, as a parameter named `device` is (only a tensor or a module has `.device`)."""
-        if not isinstance(owner, ast.Name) or self.cls is None or not self.cls.is_module:
-            return False  # a model's method: what it is handed comes from the model's own inputs
-        bindings = self.bindings.reaching(owner.id, owner)
-        return bool(bindings) and all(
-            b.kind == "parameter" and b.argument is not None and b.argument.annotation is None for b in bindings
-        )
-
-    def _device_name_place(self, device: ast.Name) -> Place:
-        name = device.id
-        found: Place | None = None
-        for binding in self.bindings.reaching(name, device):
-            if binding.kind == "value" and binding.value is not None:
-                place = self.device_place(binding.value)
-            elif binding.kind == "parameter" and "device" in name:
-                place = Place.DEVICE  # the device the caller runs on
-            else:
-                place = Place.UNKNOWN
-            found = join(found, place)
-        if found is None and "device" in name:
-            return Place.DEVICE
-        return found if found in (Place.DEVICE, Place.HOST) else Place.UNKNOWN
+        """Where a tensor created or moved with `device=<device>` lives (codemods.analysis.device_places)."""
+        return device_place(self, device)
 
 
 def _is_self_method_call(node: ast.expr) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from codemods.analysis.bindings import Binding
+from codemods.analysis.binding_sites import Binding
 from codemods.analysis.place import Place
 from codemods.analysis.placement import FunctionPlaces
 from codemods.source import dotted_name

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import ast
 
-from codemods.analysis.bindings import Binding, FunctionBindings
+from codemods.analysis.binding_sites import Binding
+from codemods.analysis.bindings import FunctionBindings
 from codemods.source import dotted_name, self_attribute, statements
 
 Types = tuple[str, ...]
