@@ -16,14 +16,7 @@
 # libcst, typer and rich already there ($PYTHON, else .venv/bin/python, else python3), and
 # imports this checkout's codemods/, bot/ and tools/ from the source tree.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$(pwd)
-
-if [[ -n "${PYTHON:-}" ]]; then :
-elif [[ -x .venv/bin/python ]]; then PYTHON=.venv/bin/python
-else PYTHON=python3
-fi
-export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+source "$(dirname "$0")/gpu_python.sh"
 REPORTS=${OUT:-$ROOT/docs}
 mkdir -p "$REPORTS"
 

@@ -12,14 +12,7 @@
 # (interpreter and imports, the offline Hub, the device) and each target's build, warm-up,
 # census run and saving. Goal: under 3 minutes on one GPU.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$(pwd)
-
-if [[ -n "${PYTHON:-}" ]]; then :
-elif [[ -x .venv/bin/python ]]; then PYTHON=.venv/bin/python
-else PYTHON=python3
-fi
-export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+source "$(dirname "$0")/gpu_python.sh"
 REPORTS=${OUT:-$ROOT/gpu-verify}
 DEVICE=${DEVICE:-cuda}
 mkdir -p "$REPORTS"
