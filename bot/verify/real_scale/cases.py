@@ -104,6 +104,15 @@ def _text(scale: Scale, usual: int) -> int:
     return scale.text_tokens or usual
 
 
+def _guided_embeds(draw: Any, text: int, width: int, mask: str | None = None) -> dict[str, Any]:
+    """A CFG call's precomputed prompt and negative-prompt embeddings, with all-ones masks named
+    `prompt_<mask>` / `negative_prompt_<mask>` where the pipeline takes them."""
+    embeds = {"prompt_embeds": draw.randn(1, text, width), "negative_prompt_embeds": draw.randn(1, text, width)}
+    if mask is not None:
+        embeds |= {f"prompt_{mask}": draw.ones(1, text), f"negative_prompt_{mask}": draw.ones(1, text)}
+    return embeds
+
+
 @case(
     "QwenImagePipeline",
     ("DIF001",),
@@ -124,15 +133,9 @@ def qwen_pipeline(device: Any, scale: Scale) -> Built:
     scheduler = FlowMatchEulerDiscreteScheduler(
         use_dynamic_shifting=True, base_shift=0.5, max_shift=0.9, base_image_seq_len=256, max_image_seq_len=8192
     )
-    embeds = {
-        "prompt_embeds": draw.randn(1, text, 3584),
-        "prompt_embeds_mask": draw.ones(1, text),
-        "negative_prompt_embeds": draw.randn(1, text, 3584),
-        "negative_prompt_embeds_mask": draw.ones(1, text),
-    }
     tokens = (side // 16) ** 2
-    call = {**embeds, "latents": draw.randn(1, tokens, 64), "true_cfg_scale": 4.0}
-    call.update(height=side, width=side, num_inference_steps=scale.steps or 2)
+    call = {**_guided_embeds(draw, text, 3584, mask="embeds_mask"), "latents": draw.randn(1, tokens, 64)}
+    call.update(true_cfg_scale=4.0, height=side, width=side, num_inference_steps=scale.steps or 2)
     workload = pipeline_loop("QwenImagePipeline", {"transformer": model, "scheduler": scheduler}, call)
     return Built(workload, {"blocks": blocks, "input": f"{side}x{side} ({tokens} image tokens), {text} text tokens"})
 
@@ -153,8 +156,7 @@ def sd3_pipeline(device: Any, scale: Scale) -> Built:
 
     model, blocks, side, text, draw = _sd3_medium(device, scale)
     call = {
-        "prompt_embeds": draw.randn(1, text, 4096),
-        "negative_prompt_embeds": draw.randn(1, text, 4096),
+        **_guided_embeds(draw, text, 4096),
         "pooled_prompt_embeds": draw.randn(1, 2048),
         "negative_pooled_prompt_embeds": draw.randn(1, 2048),
         "latents": draw.randn(1, 16, side // 8, side // 8),
@@ -186,10 +188,7 @@ def sana_pipeline(device: Any, scale: Scale) -> Built:
     draw = Inputs(device, model.dtype)
     scheduler = DPMSolverMultistepScheduler(flow_shift=3.0, use_flow_sigmas=True, prediction_type="flow_prediction")
     call = {
-        "prompt_embeds": draw.randn(1, text, 2304),
-        "prompt_attention_mask": draw.ones(1, text),
-        "negative_prompt_embeds": draw.randn(1, text, 2304),
-        "negative_prompt_attention_mask": draw.ones(1, text),
+        **_guided_embeds(draw, text, 2304, mask="attention_mask"),
         "negative_prompt": None,  # its default "" would be encoded, and clash with the embeddings
         "latents": draw.randn(1, 32, side // 32, side // 32),
         "height": side,
