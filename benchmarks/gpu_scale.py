@@ -30,7 +30,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from bot.verify.changes import rewrite_copy
-from bot.verify.real_scale.run import run_real_scale
+from bot.verify.real_scale.run import not_measured, run_real_scale
 from bot.verify.real_scale.scale import CaseRun, Scale
 from bot.verify.real_scale.table import real_scale_lines
 from codemods.project import installed_diffusers
@@ -168,7 +168,7 @@ def _run_group(
     tree = _before_13406(src, work / "input") if group.before_13406 else src
     changes = rewrite_copy(tree, work / "trees", select=group.select, paths=tuple(tree / p for p in group.paths))
     if not changes.rewrites:
-        return {"measured": False, "why": f"the engine rewrote nothing in {', '.join(group.paths)}", "cases": []}
+        return not_measured(f"the engine rewrote nothing in {', '.join(group.paths)}")
     caps = dict(group.runs)
     # At the toy size a run's own block count or compile mode would undo the point of --reduced.
     if scale == REDUCED:

@@ -194,7 +194,7 @@ class _Run:
         )
         errors = {path: s.error for path, s in scans.items() if s.error}
         findings = self.resolve(scans.values(), index, errors)
-        self.keep_changeable(result, findings)
+        result.findings, result.skipped = self.split_frozen(findings)
         if self.options.mode is not Mode.CHECK:
             from codemods.fix_loop import fix_until_stable
 
@@ -210,10 +210,9 @@ class _Run:
         result.findings.sort(key=Finding.sort_key)
         return result
 
-    def keep_changeable(self, result: RunResult, findings: list[Finding]) -> None:
-        """Findings in files the run may not change are set aside (counted in the summary, never fixed)."""
-        result.findings = [f for f in findings if f.path not in self.frozen]
-        result.skipped = [f for f in findings if f.path in self.frozen]
+    def split_frozen(self, findings: list[Finding]) -> tuple[list[Finding], list[Finding]]:
+        """The findings the run may fix, and those in files it may not change (counted in the summary, never fixed)."""
+        return [f for f in findings if f.path not in self.frozen], [f for f in findings if f.path in self.frozen]
 
     def digest_files(self) -> tuple[dict[str, str], dict[str, Scan]]:
         digests: dict[str, str] = {}
@@ -229,14 +228,17 @@ class _Run:
         """Each file's scan under the selected rules, `files` being path -> (content digest, text or None to
         read it). Rule results the cache holds are reused; a worker runs only the rules missing for a file."""
         known: dict[str, FileScan] = {}
+        partly: dict[str, FileScan] = {}  # cached with some of the selected rules' results missing
         pending: list[ScanJob] = []
         for path, (key, text) in files.items():
             cached: FileScan | None = self.cache.get(key)
             missing = cached.missing(self.codes) if cached is not None else self.codes
-            self.stats.rule_results_reused += len(self.codes) - len(missing) if cached is not None else 0
-            if cached is not None and (cached.error is not None or not missing):
-                known[path] = cached
-                continue
+            if cached is not None:
+                self.stats.rule_results_reused += len(self.codes) - len(missing)
+                if not missing:  # `missing` is empty for a cached error too
+                    known[path] = cached
+                    continue
+                partly[path] = cached
             root = self.roots[path]
             pending.append(ScanJob(path, module_name(Path(path), root), self.trees[root], missing, text))
         # Largest first, in small chunks: the workers then finish together (no one left with the big files).
@@ -244,8 +246,7 @@ class _Run:
         self.progress(phase, len(known), len(files))
         for scan in self.map(run_scan_job, pending, phase, already=len(known), total=len(files)):
             key = files[scan.path][0]
-            cached = self.cache.get(key)
-            known[scan.path] = cached.merged(scan) if cached is not None else scan
+            known[scan.path] = partly[scan.path].merged(scan) if scan.path in partly else scan
             if scan.cacheable:
                 self.cache.put(key, known[scan.path])
             self.stats.files_parsed += 1

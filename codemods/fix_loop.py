@@ -55,9 +55,7 @@ def fix_until_stable(
         texts.update((path, after) for path, (_, after) in changes.items())
         scans = {**scans, **fixer.rescans}
         index = index.overlay(texts, {path: scan.facts for path, scan in fixer.rescans.items()})
-        resolved = run.resolve(scans.values(), index, errors)
-        findings = [f for f in resolved if f.path not in run.frozen]
-        skipped = [f for f in resolved if f.path in run.frozen]
+        findings, skipped = run.split_frozen(run.resolve(scans.values(), index, errors))
         if passes == MAX_PASSES:
             why = f"still fixable after {MAX_PASSES} passes of fixes; run again"
             findings = [

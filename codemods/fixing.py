@@ -105,7 +105,7 @@ class Fixer:
             active = [f for f in candidates if id(f) not in self.declined and f.path not in self.errors]
             changes, rescans, styled = self._apply(active)
             if styled and self._check_copies(active, changes, rescans) and self._check_second_pass(candidates, changes, rescans):
-                self.rescans = {path: scan for path, scan in rescans.items() if path in changes}
+                self.rescans = rescans  # exactly the changed files' scans (`_apply` drops a failed one)
                 break
         else:
             changes = {}

@@ -17,7 +17,7 @@ import sys
 import time
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
     timings.lap("device")
     timings_path(out_dir).write_text(json.dumps(timings.seconds))
     for index, name in enumerate(request.targets):
-        with _exclusive(request.measure_lock) if request.measure_lock else nullcontext():
+        with _exclusive(request.measure_lock):
             _run_target(name, index, request, device, roots, outputs, out_dir)
     return 0
 
@@ -74,8 +74,12 @@ class _Laps:
 
 
 @contextmanager
-def _exclusive(lock: str) -> Iterator[None]:
-    """Hold `lock` (a file both trees' workers share) while measuring: one target on the device at a time."""
+def _exclusive(lock: str | None) -> Iterator[None]:
+    """Hold `lock` (a file both trees' workers share) while measuring: one target on the device at a time.
+    None: this worker measures alone."""
+    if lock is None:
+        yield
+        return
     with open(lock, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -128,7 +132,7 @@ def _real_scale(request: WorkerRequest, device: torch.device, roots: list[Path],
         result: dict[str, Any] = {"target": name, "ok": False}
         try:
             stem = out_dir / f"{index:03d}"
-            with _exclusive(request.measure_lock) if request.measure_lock else nullcontext():
+            with _exclusive(request.measure_lock):
                 result.update(measure_case(name, scale, device, roots, request.trace_files, stem, request.seed))
             result["ok"] = True
         except Exception as error:  # a case's failure is its result, not the worker's

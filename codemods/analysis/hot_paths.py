@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from codemods.analysis.loop_arguments import is_scheduler_step
 from codemods.source import Ancestors, SourceFile, child_nodes, dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -105,12 +106,7 @@ def _steps_a_scheduler(loop: ast.AST) -> bool:
         node = stack.pop()
         if isinstance(node, (*STEP_LOOPS, *_SCOPES)):
             continue
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "step"
-            and (dotted_name(node.func.value) or "").endswith("scheduler")
-        ):
+        if is_scheduler_step(node):
             return True
         stack.extend(child_nodes(node))
     return False

@@ -60,7 +60,7 @@ def loop_shaping(text: str) -> list[LoopShaping]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
-    steps = _Steps(sorted({node.lineno for node in walk(tree) if _is_step(node)}))
+    steps = _Steps(sorted({node.lineno for node in walk(tree) if is_scheduler_step(node)}))
     found: list[LoopShaping] = []
     for qualname, function in _functions(tree.body, ""):
         if steps.within([function]):
@@ -78,7 +78,8 @@ def _functions(body: list[ast.stmt], prefix: str) -> list[tuple[str, Function]]:
     return found
 
 
-def _is_step(node: ast.AST) -> bool:
+def is_scheduler_step(node: ast.AST) -> bool:
+    """A call of `<...>scheduler.step(...)`."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)

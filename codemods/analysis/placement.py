@@ -27,7 +27,7 @@ from codemods.analysis.device_places import device_place, may_be_on_device, set_
 from codemods.analysis.hot_paths import is_other_backend_test
 from codemods.analysis.place import Place, combine, join, parameter_place
 from codemods.analysis.schedule_slices import timesteps_slice_receiver
-from codemods.source import call_argument, dotted_name
+from codemods.source import call_argument, dotted_name, self_attribute
 
 if TYPE_CHECKING:
     from codemods.analysis.class_places import ClassPlaces
@@ -153,14 +153,14 @@ class FunctionPlaces:
                 return Place.PYTHON
             device = call_argument(value, "device", 2)
             return self.device_place(device) if device is not None else Place.UNKNOWN
-        if position == 0 and self.cls is not None and _is_self_method_call(value):
+        method = self_attribute(value.func) if isinstance(value, ast.Call) else None
+        if method is not None and self.cls is not None:
             # `timesteps, n = self.get_timesteps(...)`: a slice of the schedule this function set.
-            receiver = timesteps_slice_receiver(self.cls.methods.get(value.func.attr))  # type: ignore[union-attr]
+            receiver = timesteps_slice_receiver(self.cls.methods.get(method)) if position == 0 else None
             if receiver is not None:
                 return self._scheduler_timesteps_place(receiver)
-        if self.cls is not None and _is_self_method_call(value):
             # `latents, target_mask, shapes = self.prepare_latents(...)`: what the method's returns hold there.
-            return self.cls.returned_item_place(value.func.attr, position)  # type: ignore[union-attr]
+            return self.cls.returned_item_place(method, position)
         place = self.place(value)
         if place.is_tensor and splits(value):
             return place  # `a, b = x.chunk(2)`
@@ -240,15 +240,6 @@ class FunctionPlaces:
     def device_place(self, device: ast.expr) -> Place:
         """Where a tensor created or moved with `device=<device>` lives (codemods.analysis.device_places)."""
         return device_place(self, device)
-
-
-def _is_self_method_call(node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "self"
-    )
 
 
 def _is_scheduler_timesteps(node: ast.Attribute) -> bool:
