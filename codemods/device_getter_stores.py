@@ -26,9 +26,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from codemods.analysis.device_moves import device_move
 from codemods.device_getter_sites import Site
 from codemods.findings import Edit
-from codemods.source import SourceFile, dotted_name
+from codemods.source import SourceFile, dotted_name, self_attribute
 
 
 @dataclass(frozen=True)
@@ -121,3 +122,20 @@ def store_edits(
         local = locals_[read.attr]
         edits.append(Edit(source.ref(read, "Attribute"), "use_local", (("name", local),)))
     return edits
+
+
+def stored_only(cls: ast.ClassDef, lazily_moved: frozenset[str]) -> frozenset[str]:
+    """Attributes changed after `__init__` only by `self.A = self.A.to(<device>)`: still constant tables."""
+    found = set()
+    for attribute in lazily_moved:
+        values = [
+            node.value
+            for method in cls.body
+            if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method.name != "__init__"
+            for node in ast.walk(method)
+            if isinstance(node, ast.Assign) and any(self_attribute(t) == attribute for t in node.targets)
+        ]
+        moves = [device_move(v) if isinstance(v, ast.Call) else None for v in values]
+        if values and all(m is not None and m.device_only for m in moves):
+            found.add(attribute)
+    return frozenset(found)

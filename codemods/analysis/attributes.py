@@ -41,6 +41,8 @@ class ClassAttributes:
     lazily_moved: frozenset[str] = frozenset()
     # `register_buffer(name, ...)` / `setattr(self, name, ...)` with a computed name: any attribute may be registered.
     dynamic_registration: bool = False
+    # Assigned exactly once, in `__init__`, and not registered: whatever the value (a list of tables too).
+    init_values: dict[str, ast.expr] = field(default_factory=dict)
 
 
 def class_attributes(
@@ -104,6 +106,7 @@ def class_attributes(
         first_change={name: min(n.lineno for n in nodes) for name, nodes in changes.items()},
         lazily_moved=frozenset(name for name, nodes in changes.items() if all(_moves_itself(n, name) for n in nodes)),
         dynamic_registration=dynamic,
+        init_values={n: v[0] for n, v in assignments.items() if len(v) == 1 and n not in registered},
     )
 
 

@@ -7,9 +7,11 @@ from collections.abc import Iterator
 from codemods.analysis.attributes import class_attributes, module_lineage
 from codemods.analysis.device_moves import DeviceMove, device_move
 from codemods.analysis.hot_paths import hot_paths
+from codemods.analysis.tensor_lists import constant_list_moves, listed_attribute
 from codemods.device_getter_edits import DeviceGetterEdits
 from codemods.device_getter_sites import Site
 from codemods.device_getter_stores import is_store
+from codemods.device_getter_stores import stored_only as stored_only_attributes
 from codemods.device_getters import GetterPlan, plan_getter
 from codemods.findings import Finding, FixSafety
 from codemods.project import TreeInfo
@@ -29,7 +31,8 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     `register_buffer` because `model.to(dtype)` would drop their imaginary part. Also finds such a
     table moved and stored back on the module (`self.freqs = self.freqs.to(device)`, alone or under
     `if self.pos_freqs.device != device:`), and reports `torch.tensor(<constant or config
-    list>).to(device)` built in hot code.
+    list>).to(device)` built in hot code, and `self.X[i].to(device)` of a list of tensors built once
+    in `__init__` and never changed (Lumina2's per-axis RoPE tables; `analysis/tensor_lists.py`).
 
     ## Why is this bad?
     Nothing ever moves a plain attribute, so it stays on the CPU and every call copies it
@@ -70,8 +73,8 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     none by a computed name), the move changes nothing but the device, and no local holding a view of
     the result is changed in place. Registered state is never reported: moving buffers and parameters
     in `forward` is required under group offloading and `device_map`. Moves that also change the
-    dtype, and `torch.tensor(...)` constants, are reported without a fix. A store is dropped only
-    where nothing relied on it: it is one top-level statement (or one `if` holding only stores), every
+    dtype, `torch.tensor(...)` constants and elements of a list of tables are reported without a fix.
+    A store is dropped only where nothing relied on it: it is one top-level statement (or one `if` holding only stores), every
     later read of the table is in the same method, after it, with the device expression unchanged,
     and other methods only move the table with `.to(device)`; otherwise the finding names the read
     (QwenImage before 0.37: `_compute_video_freqs` reads `self.pos_freqs` as the store left it).
@@ -91,19 +94,24 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     name = "constant-device-copy"
     summary = "a tensor built once in `__init__` is copied to the device on every call; cache it per device"
     fix_safeties = (FixSafety.UNSAFE,)
-    trigger = re.compile(r"self\.\w+\.to\(|torch\.(?:tensor|Tensor|as_tensor)\(")
+    trigger = re.compile(r"self\.\w+(?:\[[^\]]*\])?\.to\(|torch\.(?:tensor|Tensor|as_tensor)\(")
     trigger_text = (".to(", "torch.tensor(", "torch.Tensor(", "torch.as_tensor(")
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         hot = hot_paths(source)
         sites: dict[ast.ClassDef, list[Site]] = {}
+        elements: dict[ast.ClassDef, list[Site]] = {}
         for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):
             move = device_move(node) if isinstance(node, ast.Call) else None
             if move is None:
                 continue
             attribute = self_attribute(node.func.value)
             owner = _method_owner(ancestors)
-            if attribute is not None and owner is not None:
+            listed = listed_attribute(node.func.value)
+            if listed is not None and owner is not None and hot.is_hot(ancestors, node):
+                site = Site(node, listed, move, ancestors, owner[1], True)
+                elements.setdefault(owner[0], []).append(site)
+            elif attribute is not None and owner is not None:
                 cls, method = owner
                 sites.setdefault(cls, []).append(
                     Site(node, attribute, move, ancestors, method, hot.is_hot(ancestors, node))
@@ -119,6 +127,24 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
         classes = {n.name: n for n in source.classes}
         for cls, class_sites in sites.items():
             yield from self._check_class(source, tree, cls, class_sites, classes)
+        for cls, class_sites in elements.items():
+            yield from self._check_list(source, cls, class_sites, classes)
+
+    def _check_list(
+        self, source: SourceFile, cls: ast.ClassDef, sites: list[Site], classes: dict[str, ast.ClassDef]
+    ) -> Iterator[Finding]:
+        """`self.freqs_cis[i].to(device)` of a constant list of tables (Lumina2's RoPE): reported, not fixed."""
+        functions = source.memo("module_functions", lambda: _module_functions(source.tree))
+        for site in constant_list_moves(source, cls, sites, classes, functions):
+            attribute = site.attribute
+            yield self.finding(
+                source,
+                site.call,
+                f"`{_short(source, site.call)}` in `{site.method.name}` copies an element of `self.{attribute}`, "
+                "a list of tensors built once in `__init__`, to the device on every call; cache it per device",
+                not_fixed_reason="the per-device getter is planned for tensor attributes, not for a list of "
+                "them; cache the moved list by hand (a tuple from an `lru_cache_unless_export` method)",
+            )
 
     def _check_class(
         self, source: SourceFile, tree: TreeInfo, cls: ast.ClassDef, sites: list[Site], classes: dict[str, ast.ClassDef]
@@ -140,7 +166,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
             for s in sites
             if s.attribute in own.init_tensors and s.attribute not in registered and s.method.name != "__init__"
         ]
-        stored_only = _stored_only(cls, own.lazily_moved)
+        stored_only = stored_only_attributes(cls, own.lazily_moved)
         # Moved and stored back, with a dtype or through a ternary: the attribute is not a constant table.
         sites = [s for s in sites if s.attribute not in own.lazily_moved or s.attribute in stored_only]
         if not any(s.hot for s in sites):
@@ -229,23 +255,6 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
             "    def forward(self, x):\n        return x - torch.tensor([0.5, 0.25]).to(x.device)\n",
         ),
     )
-
-
-def _stored_only(cls: ast.ClassDef, lazily_moved: frozenset[str]) -> frozenset[str]:
-    """Attributes changed after `__init__` only by `self.A = self.A.to(<device>)`: still constant tables."""
-    found = set()
-    for attribute in lazily_moved:
-        values = [
-            node.value
-            for method in cls.body
-            if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method.name != "__init__"
-            for node in ast.walk(method)
-            if isinstance(node, ast.Assign) and any(self_attribute(t) == attribute for t in node.targets)
-        ]
-        moves = [device_move(v) if isinstance(v, ast.Call) else None for v in values]
-        if values and all(m is not None and m.device_only for m in moves):
-            found.add(attribute)
-    return frozenset(found)
 
 
 def _why_not(attribute: str, move: DeviceMove, changed_at: int | None) -> str | None:
