@@ -45,19 +45,19 @@ def pipeline_components(source: SourceFile) -> tuple[PipelineComponents, ...]:
         components = registered_components(cls)
         if components:
             types = attribute_types(cls, elements=True)
-            called = _called_per_step(source, hot, cls, set(components))
+            called = called_per_step(source, hot, cls, set(components))
             found.append(PipelineComponents(cls.name, _classes(components, types), _classes(called, types)))
     return tuple(found)
 
 
-def _called_per_step(source: SourceFile, hot: HotPaths, cls: ast.ClassDef, components: set[str]) -> list[str]:
+def called_per_step(source: SourceFile, hot: HotPaths, cls: ast.ClassDef, components: set[str]) -> list[str]:
     ranges = [(first, last) for first, last in hot.ranges if cls.lineno <= first and last <= (cls.end_lineno or 0)]
     called: list[str] = []
     aliases: dict[int, dict[str, tuple[str, ...]]] = {}
     for node, ancestors in source.walk_lines(source.lines_matching(_CALL, within=ranges), root=cls):
         if not isinstance(node, ast.Call) or hot.hot_scope(ancestors, node) is None:
             continue
-        names = _component(node.func, components)
+        names = component_named(node.func, components)
         if names is None and isinstance(node.func, ast.Name):
             method = enclosing(ancestors, (ast.FunctionDef, ast.AsyncFunctionDef))
             if method is not None:
@@ -68,10 +68,10 @@ def _called_per_step(source: SourceFile, hot: HotPaths, cls: ast.ClassDef, compo
     return list(dict.fromkeys(called))
 
 
-def _component(node: ast.expr, components: set[str]) -> tuple[str, ...] | None:
+def component_named(node: ast.expr, components: set[str]) -> tuple[str, ...] | None:
     """`self.unet`, `self.unet._orig_mod`, `self.a if c else self.b` -> the components it names."""
     if isinstance(node, ast.IfExp):
-        body, orelse = _component(node.body, components), _component(node.orelse, components)
+        body, orelse = component_named(node.body, components), component_named(node.orelse, components)
         return body + orelse if body is not None and orelse is not None else None
     if isinstance(node, ast.Attribute) and node.attr == _ORIGINAL:
         node = node.value
@@ -93,7 +93,7 @@ def _aliases(method: ast.FunctionDef | ast.AsyncFunctionDef, components: set[str
     for node in ast.walk(method):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             plain.add(id(node.targets[0]))
-            value = _component(node.value, components)
+            value = component_named(node.value, components)
             if value is None:
                 others.add(node.targets[0].id)
             else:

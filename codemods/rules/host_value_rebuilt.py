@@ -20,6 +20,7 @@ from codemods.analysis.host_factories import (
 )
 from codemods.analysis.host_reads import host_reads
 from codemods.analysis.hot_paths import STEP_LOOPS, hot_paths
+from codemods.analysis.model_call_loops import host_data_per_denoiser_pass
 from codemods.analysis.place import Place
 from codemods.analysis.placement import FunctionPlaces
 from codemods.findings import Edit, Finding, Fix, FixSafety
@@ -42,7 +43,9 @@ class HostValueRebuilt(Rule):
     created on the CPU and then moved with `.to(x.device)`, and values computed on the host from
     such a factory and then moved (`torch.exp(exponent).to(t.device)`, `exponent` an `arange`).
     A scheduler's `step()` and what it calls are hot too (UniPC's `torch.tensor(rks, device=device)`
-    ). `if not torch.is_tensor(t):` fallbacks are cold and left alone; random
+    ), and so is a pipeline loop that runs a denoiser on every pass without stepping the scheduler
+    (GLM-Image's per-condition-image `target_size`; `analysis/model_call_loops.py`).
+    `if not torch.is_tensor(t):` fallbacks are cold and left alone; random
     draws (`randn_tensor(...).to(device)`) are never flagged: drawing on the device would give
     other numbers.
 
@@ -109,6 +112,15 @@ class HostValueRebuilt(Rule):
             finding = self._finding(source, tree, node, ancestors, factory, places, scope)
             if finding is not None:
                 yield finding
+        for built in host_data_per_denoiser_pass(source):
+            changing = f"it reads `{built.changing}`, which changes every pass" if built.changing else None
+            yield self.finding(
+                source, built.call,
+                f"`{_short(source.segment(built.call))}` builds a tensor from Python values and copies it to the "
+                f"device on every pass of the loop at line {built.loop.lineno}, which runs `self.{built.component}` "
+                "each pass; build it once before the loop",
+                not_fixed_reason=f"{changing or 'hoisting it is not planned'}; move it by hand",
+            )  # fmt: skip
 
     def _moved_host_value(self, source: SourceFile, move: ast.Call, ancestors: Ancestors, hot) -> Finding | None:
         """`emb = torch.exp(exponent).to(device=t.device)` with `exponent` from `torch.arange(...)`: built on the
