@@ -96,7 +96,11 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
         graph = module_graph(source)
         for cls in source.classes:
             parts = graph.classes.get(cls.name)
-            if parts is None or not is_model_class(cls) or not (parts.stacks or parts.unclear or parts.factories):
+            if (
+                parts is None
+                or not is_model_class(cls)
+                or not (parts.stacks or parts.unclear or parts.factories or parts.appended)
+            ):
                 continue
             blocks = list(parts.stacks)
             existing = existing_list(cls)
@@ -122,6 +126,7 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
                 model=cls.name,
                 blocks=tuple(blocks),
                 factories=parts.factories,
+                appended=parts.appended,
                 placement=ClassAttributePlacement.of(source, tree, cls),
             )
 
@@ -141,6 +146,8 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
 
     def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
         """Keep denoisers only, follow a UNet's factories to the blocks they stack, and fix what is proven."""
+        if "ModelMixin" not in lineage(index, finding.extra["model"]):
+            return None  # a base named like a model mixin that is not one (`FromOriginalModelMixin` alone)
         if any(_is_model(index, name) for _, name in finding.requires):
             return None  # a stacked class defined in another file is a whole model
         model: str = finding.extra["model"]
@@ -156,7 +163,10 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
             blocks = tuple(b for b in found.blocks if not _is_model(index, b))
             if not blocks and (found.problem is None or pipeline is None):
                 return None  # nothing repeats, or nothing is known of a model that may not even run per step
-            message, reason = found.message(model, finding.extra["factories"], blocks), found.problem
+            message, reason = (
+                found.message(model, finding.extra["factories"], blocks, finding.extra["appended"]),
+                found.problem,
+            )
         if pipeline is not None:
             message += f" (`{pipeline}` calls it in its denoising loop)"
         reason = reason or unproven
