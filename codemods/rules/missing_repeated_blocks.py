@@ -207,6 +207,17 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
             "        super().__init__()\n        self.register_modules(upsampler=upsampler)\n\n"
             "    def __call__(self, latents):\n        return self.upsampler(latents)\n"
         ),
+        # A block list filled by appending torch layers: nothing inside repeats.
+        (
+            "class FooControlNet(ModelMixin, ConfigMixin):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.down_blocks = nn.ModuleList([])\n        for _ in range(n):\n"
+            "            self.down_blocks.append(nn.Conv2d(8, 8, 1))\n"
+        ),
+        # A base named like a model mixin that is not `ModelMixin` (a loader): not a model.
+        (
+            "class FooLoader(FromOriginalModelMixin):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.blocks = nn.ModuleList([FooBlock() for _ in range(n)])\n"
+        ),
     )
     invalid = (
         Example(
