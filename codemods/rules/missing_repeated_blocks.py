@@ -22,8 +22,11 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
     `self.controlnet(...)`), that defines no `_repeated_blocks` though it repeats blocks, and adds
     `_repeated_blocks = [...]` naming them: the classes its `__init__` stacks
     (`nn.ModuleList([FooBlock(...) for _ in range(n)])`), or, for a UNet or ControlNet whose
-    blocks come from `get_down_block(...)`-like factories, the class those blocks stack inside
-    (`BasicTransformerBlock`, found by following the factories to `Transformer2DModel`). Also
+    blocks come from `get_down_block(...)`-like factories or are built in place and appended to
+    `nn.ModuleList([])`s (`UNetMotionModel`, `UNetControlNetXSModel`), the class those blocks stack inside
+    (`BasicTransformerBlock`, found by following the blocks to `Transformer2DModel` or `AnimateDiffTransformer3D`).
+    A model's stacks are read in `__init__` and the helpers it calls; a base like `LegacyModelMixin` counts
+    when the tree shows it derives from `ModelMixin` (`Transformer2DModel`). Also
     reports an existing `_repeated_blocks` that leaves out a block class the model stacks.
 
     ## Why is this bad?
@@ -70,6 +73,7 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
     fix: stacks of a wrapper around several block classes, of a class held in a variable, or of a
     class whose name cannot be resolved in the file; a factory whose returned classes cannot be read;
     a model that stacks blocks itself and also builds some with factories (which to list is a choice);
+    a class stacked only inside a block that is itself repeated (`Kandinsky3ResNetBlock`'s `Kandinsky3Block`s);
     and an existing `_repeated_blocks` that leaves a stacked class out (maybe on purpose). A model
     that already lists its blocks (diffusers' `UNet2DConditionModel`) gets nothing.
 
