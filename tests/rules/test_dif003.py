@@ -200,6 +200,9 @@ from diffusers.models.transformers.dit_transformer_2d import DiTTransformer2DMod
 from diffusers.models.transformers.sana_transformer import SanaTransformer2DModel
 from diffusers.models.controlnets.controlnet import ControlNetModel
 from diffusers.models.unets.unet_spatio_temporal_condition import UNetSpatioTemporalConditionModel
+from diffusers.models.unets.unet_motion_model import UNetMotionModel
+from diffusers.models.controlnets.controlnet_xs import UNetControlNetXSModel
+from diffusers.models.transformers.transformer_2d import Transformer2DModel
 
 models = {
     "SanaTransformer2DModel": SanaTransformer2DModel(
@@ -229,6 +232,20 @@ models = {
         up_block_types=("UpBlockSpatioTemporal", "CrossAttnUpBlockSpatioTemporal"), cross_attention_dim=16,
         num_attention_heads=(2, 4), addition_time_embed_dim=4, projection_class_embeddings_input_dim=12,
     ),
+    "UNetMotionModel": UNetMotionModel(
+        block_out_channels=(8, 16), layers_per_block=1, down_block_types=("CrossAttnDownBlockMotion", "DownBlockMotion"),
+        up_block_types=("UpBlockMotion", "CrossAttnUpBlockMotion"), cross_attention_dim=16, num_attention_heads=2,
+        norm_num_groups=4, motion_num_attention_heads=2,
+    ),
+    "UNetControlNetXSModel": UNetControlNetXSModel(
+        block_out_channels=(8, 16), down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=16, num_attention_heads=2,
+        norm_num_groups=4, ctrl_block_out_channels=(2, 4), ctrl_num_attention_heads=1, ctrl_max_norm_num_groups=2,
+        ctrl_conditioning_embedding_out_channels=(2, 4), sample_size=8,
+    ),
+    "Transformer2DModel": Transformer2DModel(
+        num_attention_heads=2, attention_head_dim=4, in_channels=8, num_layers=2, norm_num_groups=4,
+    ),
 }
 compiled = []
 torch.nn.Module.compile = lambda module, *args, **kwargs: compiled.append(type(module).__name__)
@@ -253,6 +270,12 @@ EXPECTED_COMPILED = {
     "ControlNetModel": ["BasicTransformerBlock"] * 2,
     # A spatial and a temporal block in each `TransformerSpatioTemporalModel` (down, mid, two up).
     "UNetSpatioTemporalConditionModel": ["BasicTransformerBlock", "TemporalBasicTransformerBlock"] * 4,
+    # Blocks appended to `nn.ModuleList([])`s: their spatial and motion transformers' blocks, and the mid block's.
+    "UNetMotionModel": ["BasicTransformerBlock"] * 11,
+    # Base and control transformers of the cross-attention down, mid and up blocks.
+    "UNetControlNetXSModel": ["BasicTransformerBlock"] * 9,
+    # Stacked in `_init_continuous_input`, a helper `__init__` calls.
+    "Transformer2DModel": ["BasicTransformerBlock"] * 2,
 }
 
 
