@@ -280,4 +280,6 @@ def is_other_backend_test(test: ast.expr) -> bool:
 
 
 def _mentions_tensor_type(call: ast.Call) -> bool:
-    return len(call.args) == 2 and any((dotted_name(n) or "").endswith("Tensor") for n in ast.walk(call.args[1]))
+    return len(call.args) == 2 and any(
+        (dotted_name(n) or "").endswith("Tensor") for n in ast.walk(call.args[1])
+    )
