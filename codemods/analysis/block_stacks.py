@@ -110,16 +110,22 @@ def block_class(node: ast.expr) -> str | None:
     return None
 
 
+def is_block_name(name: str) -> bool:
+    """`Kandinsky3ResNetBlock`, `DecoderLayer`: named as a block, not as a transformer or a model."""
+    return bool(_BLOCK_NAME.search(name))
+
+
 def is_block_factory(name: str) -> bool:
     """`get_down_block`, `get_mid_block`, `_get_up_block_dreamlite`: functions that pick a block class by its type name."""
     return name.lstrip("_").startswith("get_") and "block" in name
 
 
 def is_model_class(cls: ast.ClassDef) -> bool:
-    """A ModelMixin subclass that derives only from mixins: no other base (a model class) may define
-    `_repeated_blocks` for it already."""
+    """A class that may be a ModelMixin subclass deriving only from mixins: no other base (a model class) may define
+    `_repeated_blocks` for it already. A base like `LegacyModelMixin` (of `Transformer2DModel`) counts only once the
+    tree shows it derives from `ModelMixin` (`FromOriginalModelMixin` does not): the rule's resolve asks."""
     bases = [(dotted_name(b) or "").rsplit(".", 1)[-1] for b in cls.bases]
-    return "ModelMixin" in bases and all(b.endswith("Mixin") for b in bases)
+    return any(b.endswith("ModelMixin") for b in bases) and all(b.endswith("Mixin") for b in bases)
 
 
 UNREADABLE: list[str] = []

@@ -16,7 +16,16 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field, replace
 
-from codemods.analysis.block_stacks import ClassNames, Stacks, class_names, collect, is_block_factory, is_module_list
+from codemods.analysis.block_lists import appended_classes
+from codemods.analysis.block_stacks import (
+    ClassNames,
+    Stacks,
+    class_names,
+    collect,
+    is_block_factory,
+    is_block_name,
+    is_module_list,
+)
 from codemods.analysis.denoisers import PIPELINE_TEXT, Denoising, PipelineComponents, pipeline_components
 from codemods.analysis.types import constructed_type
 from codemods.project import ProjectIndex
@@ -36,6 +45,8 @@ class ClassParts:
     # The strings its `__init__` defaults to (`down_block_types=("CrossAttnDownBlock2D", ...)`): the block
     # types its default configuration asks the factories for.
     defaults: tuple[str, ...] = ()
+    # The classes it appends to block lists filled one block at a time (a UNet's down and up blocks).
+    appended: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,8 +70,10 @@ def _module_graph(source: SourceFile) -> ModuleGraph:
     for cls in source.classes:
         methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
         if "__init__" in methods:
-            parts = _class_parts(_init_methods(methods), names, imports)
-            classes.setdefault(cls.name, replace(parts, defaults=_default_strings(methods["__init__"])))
+            init = _init_methods(methods)
+            parts = _class_parts(init, names, imports)
+            parts = replace(parts, defaults=_default_strings(methods["__init__"]), appended=appended_classes(init))
+            classes.setdefault(cls.name, parts)
     factories = {
         node.name: _returned_classes(node)
         for node in source.tree.body
@@ -155,15 +168,24 @@ class FactoryBlocks:
     holders: tuple[str, ...]  # the classes stacking them (`Transformer2DModel`)
     problem: str | None  # why the list cannot be proven (a factory not found, a stack that cannot be named)
 
-    def message(self, model: str, factories: tuple[tuple[str, str | None], ...], blocks: tuple[str, ...]) -> str:
-        called = ", ".join(f"`{name}(...)`" for name, _ in factories)
+    def message(
+        self,
+        model: str,
+        factories: tuple[tuple[str, str | None], ...],
+        blocks: tuple[str, ...],
+        appended: tuple[str, ...] = (),
+    ) -> str:
+        if factories:
+            called = "with " + ", ".join(f"`{name}(...)`" for name, _ in factories)
+        else:
+            called = "as " + ", ".join(f"`{name}`" for name in appended) + " appended to its block lists"
         if self.problem is not None:
-            return f"`{model}` builds its blocks with {called} but defines no `_repeated_blocks`"
+            return f"`{model}` builds its blocks {called} but defines no `_repeated_blocks`"
         holders = ", ".join(f"`{h}`" for h in self.holders)
         listed = ", ".join(f"`{b}`" for b in blocks)
         verb = "stacks" if len(self.holders) == 1 else "stack"
         return (
-            f"`{model}` builds its blocks with {called}; inside them, {holders} {verb} {listed}, but the model "
+            f"`{model}` builds its blocks {called}; inside them, {holders} {verb} {listed}, but the model "
             "defines no `_repeated_blocks`, so `compile_repeated_blocks()` cannot find them"
         )
 
@@ -200,6 +222,9 @@ def factory_blocks(index: ProjectIndex, code: str, path: str, model: str) -> Fac
             return FactoryBlocks((), (), f"cannot tell which classes `{factory}(...)` returns")
         # The factories pick a class by its name: the default configuration builds those its defaults name.
         pending.extend((name, where, 1) for name in returned if name in parts.defaults)
+    if not parts.factories:
+        # Blocks built in place and appended, one per configured block type: look inside each class appended.
+        pending.extend((name, path, 1) for name in parts.appended)
     blocks: list[str] = []
     holders: list[str] = []
     seen: set[tuple[str, str]] = set()
@@ -211,6 +236,11 @@ def factory_blocks(index: ProjectIndex, code: str, path: str, model: str) -> Fac
         for found, defined_in in _parts(index, name, code, context):
             if found.unclear:
                 return FactoryBlocks((), (), f"in `{name}`: {found.unclear}")
+            if found.stacks and is_block_name(name):
+                # A stack inside a block that is itself repeated (`Kandinsky3ResNetBlock`'s `Kandinsky3Block`s):
+                # the outer block or the inner one, which to compile is a choice.
+                listed = ", ".join(f"`{b}`" for b in found.stacks)
+                return FactoryBlocks((), (), f"{listed} is stacked inside `{name}`, itself a block; choose by hand")
             if found.stacks:
                 blocks.extend(b for b in found.stacks if b not in blocks)
                 holders.append(name)

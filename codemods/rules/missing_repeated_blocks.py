@@ -3,24 +3,18 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
 from codemods.analysis.block_stacks import REPEATED_BLOCKS, UNREADABLE, existing_list, is_model_class
 from codemods.analysis.model_graph import ModuleGraph, builders, denoising, factory_blocks, lineage, module_graph
-from codemods.findings import Edit, Finding, FixSafety, NodeRef
-from codemods.lazy import libcst as cst
+from codemods.class_attribute_edits import ClassAttributeEdits, ClassAttributePlacement
+from codemods.findings import Finding, FixSafety
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile
 
-if TYPE_CHECKING:
-    import libcst
 
-_AFTER = "_no_split_modules"
-
-
-class MissingRepeatedBlocks(Rule):
+class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
     """
     ## What it does
     Finds a denoiser, a `ModelMixin` subclass that a pipeline of the tree registers as a component
@@ -28,8 +22,11 @@ class MissingRepeatedBlocks(Rule):
     `self.controlnet(...)`), that defines no `_repeated_blocks` though it repeats blocks, and adds
     `_repeated_blocks = [...]` naming them: the classes its `__init__` stacks
     (`nn.ModuleList([FooBlock(...) for _ in range(n)])`), or, for a UNet or ControlNet whose
-    blocks come from `get_down_block(...)`-like factories, the class those blocks stack inside
-    (`BasicTransformerBlock`, found by following the factories to `Transformer2DModel`). Also
+    blocks come from `get_down_block(...)`-like factories or are built in place and appended to
+    `nn.ModuleList([])`s (`UNetMotionModel`, `UNetControlNetXSModel`), the class those blocks stack inside
+    (`BasicTransformerBlock`, found by following the blocks to `Transformer2DModel` or `AnimateDiffTransformer3D`).
+    A model's stacks are read in `__init__` and the helpers it calls; a base like `LegacyModelMixin` counts
+    when the tree shows it derives from `ModelMixin` (`Transformer2DModel`). Also
     reports an existing `_repeated_blocks` that leaves out a block class the model stacks.
 
     ## Why is this bad?
@@ -76,6 +73,7 @@ class MissingRepeatedBlocks(Rule):
     fix: stacks of a wrapper around several block classes, of a class held in a variable, or of a
     class whose name cannot be resolved in the file; a factory whose returned classes cannot be read;
     a model that stacks blocks itself and also builds some with factories (which to list is a choice);
+    a class stacked only inside a block that is itself repeated (`Kandinsky3ResNetBlock`'s `Kandinsky3Block`s);
     and an existing `_repeated_blocks` that leaves a stacked class out (maybe on purpose). A model
     that already lists its blocks (diffusers' `UNet2DConditionModel`) gets nothing.
 
@@ -102,7 +100,11 @@ class MissingRepeatedBlocks(Rule):
         graph = module_graph(source)
         for cls in source.classes:
             parts = graph.classes.get(cls.name)
-            if parts is None or not is_model_class(cls) or not (parts.stacks or parts.unclear or parts.factories):
+            if (
+                parts is None
+                or not is_model_class(cls)
+                or not (parts.stacks or parts.unclear or parts.factories or parts.appended)
+            ):
                 continue
             blocks = list(parts.stacks)
             existing = existing_list(cls)
@@ -128,7 +130,8 @@ class MissingRepeatedBlocks(Rule):
                 model=cls.name,
                 blocks=tuple(blocks),
                 factories=parts.factories,
-                placement=_Placement.of(source, tree, cls),
+                appended=parts.appended,
+                placement=ClassAttributePlacement.of(source, tree, cls),
             )
 
     def _leaves_out(self, source: SourceFile, cls: ast.ClassDef, missing: list[str]) -> Finding:
@@ -147,11 +150,13 @@ class MissingRepeatedBlocks(Rule):
 
     def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
         """Keep denoisers only, follow a UNet's factories to the blocks they stack, and fix what is proven."""
+        if "ModelMixin" not in lineage(index, finding.extra["model"]):
+            return None  # a base named like a model mixin that is not one (`FromOriginalModelMixin` alone)
         if any(_is_model(index, name) for _, name in finding.requires):
             return None  # a stacked class defined in another file is a whole model
         model: str = finding.extra["model"]
         verdict = self._per_step(index, model)
-        placement: _Placement | None = finding.extra["placement"]
+        placement: ClassAttributePlacement | None = finding.extra["placement"]
         if verdict is None or placement is None:  # not a denoiser, or a report on an existing list
             return finding if verdict is not None else None
         pipeline, unproven = verdict
@@ -162,7 +167,10 @@ class MissingRepeatedBlocks(Rule):
             blocks = tuple(b for b in found.blocks if not _is_model(index, b))
             if not blocks and (found.problem is None or pipeline is None):
                 return None  # nothing repeats, or nothing is known of a model that may not even run per step
-            message, reason = found.message(model, finding.extra["factories"], blocks), found.problem
+            message, reason = (
+                found.message(model, finding.extra["factories"], blocks, finding.extra["appended"]),
+                found.problem,
+            )
         if pipeline is not None:
             message += f" (`{pipeline}` calls it in its denoising loop)"
         reason = reason or unproven
@@ -183,28 +191,6 @@ class MissingRepeatedBlocks(Rule):
             return None  # called once per call (an encoder, an upsampler), or a part of another model
         return None, f"none of the tree's {tree.pipelines} pipelines calls `{model}` in its denoising loop"
 
-    def edit_add_class_attribute(
-        self, node: libcst.ClassDef, text: str, after: str | None, before: str, blank_before: bool
-    ) -> libcst.ClassDef:
-        body = list(node.body.body)
-        if after is not None:
-            position = 1 + next(i for i, s in enumerate(body) if _assigns(s, after))
-        else:
-            position = next(i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == before)
-        statement = cst.parse_statement(text)
-        if blank_before:
-            statement = statement.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-        following = body[position] if position < len(body) else None
-        if isinstance(following, cst.FunctionDef) and not any(
-            line.comment is None for line in following.leading_lines[:1]
-        ):
-            # A method right after the new attribute needs its blank line (ruff format puts one there).
-            body[position] = following.with_changes(
-                leading_lines=[cst.EmptyLine(indent=False), *following.leading_lines]
-            )
-        body.insert(position, statement)
-        return node.with_changes(body=node.body.with_changes(body=body))
-
     valid = (
         # Already there.
         (
@@ -224,6 +210,17 @@ class MissingRepeatedBlocks(Rule):
             "class FooPipeline(DiffusionPipeline):\n    def __init__(self, upsampler: FooUpsampler):\n"
             "        super().__init__()\n        self.register_modules(upsampler=upsampler)\n\n"
             "    def __call__(self, latents):\n        return self.upsampler(latents)\n"
+        ),
+        # A block list filled by appending torch layers: nothing inside repeats.
+        (
+            "class FooControlNet(ModelMixin, ConfigMixin):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.down_blocks = nn.ModuleList([])\n        for _ in range(n):\n"
+            "            self.down_blocks.append(nn.Conv2d(8, 8, 1))\n"
+        ),
+        # A base named like a model mixin that is not `ModelMixin` (a loader): not a model.
+        (
+            "class FooLoader(FromOriginalModelMixin):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.blocks = nn.ModuleList([FooBlock() for _ in range(n)])\n"
         ),
     )
     invalid = (
@@ -255,56 +252,5 @@ class MissingRepeatedBlocks(Rule):
     )
 
 
-@dataclass(frozen=True)
-class _Placement:
-    """Where the new attribute goes in the class, and how wide it may be written."""
-
-    target: NodeRef
-    indent: int
-    line_length: int
-    after: str | None  # the attribute it follows, else it goes before `before`
-    before: str
-    blank_before: bool
-
-    @classmethod
-    def of(cls, source: SourceFile, tree: TreeInfo, node: ast.ClassDef) -> _Placement:
-        """In a class with an `__init__` (the only ones the graph describes)."""
-        init = next(i for i, s in enumerate(node.body) if isinstance(s, ast.FunctionDef) and s.name == "__init__")
-        indent = node.body[0].col_offset if node.body else node.col_offset + 4
-        target = source.ref(node, "ClassDef")
-        if any(isinstance(s, ast.Assign | ast.AnnAssign) and _target_is(s, _AFTER) for s in node.body):
-            return cls(target, indent, tree.line_length, _AFTER, "__init__", False)
-        previous = node.body[init - 1] if init > 0 else None
-        after_docstring = isinstance(previous, ast.Expr) and isinstance(previous.value, ast.Constant)
-        return cls(target, indent, tree.line_length, None, "__init__", after_docstring)
-
-    def edit(self, blocks: tuple[str, ...]) -> tuple[str, Edit]:
-        quoted = [f'"{b}"' for b in blocks]
-        text = f"{REPEATED_BLOCKS} = [{', '.join(quoted)}]\n"
-        if self.indent + len(text) - 1 > self.line_length:
-            text = f"{REPEATED_BLOCKS} = [\n" + "".join(f"    {q},\n" for q in quoted) + "]\n"
-        params = (("text", text), ("after", self.after), ("before", self.before), ("blank_before", self.blank_before))
-        edit = Edit(self.target, "add_class_attribute", params, inserts=True)
-        return f"add `{REPEATED_BLOCKS} = [{', '.join(quoted)}]`", edit
-
-
 def _is_model(index: ProjectIndex, name: str) -> bool:
     return any("ModelMixin" in c.bases for c in index.classes(name))
-
-
-def _target_is(statement: ast.Assign | ast.AnnAssign, name: str) -> bool:
-    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-    return any(isinstance(t, ast.Name) and t.id == name for t in targets)
-
-
-def _assigns(statement: libcst.CSTNode, name: str) -> bool:
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return False
-    for small in statement.body:
-        if isinstance(small, cst.Assign) and any(
-            isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
-        ):
-            return True
-        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == name:
-            return True
-    return False

@@ -26,6 +26,8 @@ FIXED = {
     ("models/controlnets/controlnet_hunyuan.py", "HunyuanDiT2DControlNetModel"): ("HunyuanDiTBlock",),
     ("models/controlnets/controlnet_qwenimage.py", "QwenImageControlNetModel"): ("QwenImageTransformerBlock",),
     ("models/controlnets/controlnet_sana.py", "SanaControlNetModel"): ("SanaTransformerBlock",),
+    ("models/controlnets/controlnet_sparsectrl.py", "SparseControlNetModel"): ("BasicTransformerBlock",),
+    ("models/controlnets/controlnet_xs.py", "UNetControlNetXSModel"): ("BasicTransformerBlock",),
     ("models/controlnets/controlnet_sd3.py", "SD3ControlNetModel"): (
         "JointTransformerBlock",
         "SD3SingleTransformerBlock",
@@ -49,6 +51,7 @@ FIXED = {
     ("models/transformers/prior_transformer.py", "PriorTransformer"): ("BasicTransformerBlock",),
     ("models/transformers/sana_transformer.py", "SanaTransformer2DModel"): ("SanaTransformerBlock",),
     ("models/transformers/stable_audio_transformer.py", "StableAudioDiTModel"): ("StableAudioDiTBlock",),
+    ("models/transformers/transformer_2d.py", "Transformer2DModel"): ("BasicTransformerBlock",),
     ("models/transformers/transformer_allegro.py", "AllegroTransformer3DModel"): ("AllegroTransformerBlock",),
     ("models/transformers/transformer_bria.py", "BriaTransformer2DModel"): (
         "BriaTransformerBlock",
@@ -78,13 +81,18 @@ FIXED = {
         "BasicTransformerBlock",
         "TemporalBasicTransformerBlock",
     ),
+    ("models/unets/unet_motion_model.py", "UNetMotionModel"): ("BasicTransformerBlock",),
     ("models/unets/uvit_2d.py", "UVit2DModel"): ("BasicTransformerBlock",),
     ("pipelines/audioldm2/modeling_audioldm2.py", "AudioLDM2UNet2DConditionModel"): ("BasicTransformerBlock",),
 }
 
-# Those whose blocks come from `get_down_block`-like factories: the names are of what the blocks' transformers stack.
+# Those whose blocks come from `get_down_block`-like factories or are appended to block lists one per block type:
+# the names are of what the blocks' transformers stack.
 FACTORY_BUILT = {
     "ControlNetModel",
+    "SparseControlNetModel",
+    "UNetControlNetXSModel",
+    "UNetMotionModel",
     "UNet3DConditionModel",
     "I2VGenXLUNet",
     "UNetSpatioTemporalConditionModel",
@@ -117,7 +125,9 @@ def test_diffusers_models_get_exactly_the_reviewed_lists(diffusers_trees: Diffus
 # Models that stack blocks but that no pipeline runs per step (issue 11): reported without a fix where the tree
 # does not say how they run (used only by modular pipelines), left alone where it shows them run once per call
 # (encoders, latent upsamplers) or only inside another model (UNet3D's temporal transformer, AceStep's encoders).
+# Kandinsky3UNet: its `Kandinsky3Block`s are stacked inside `Kandinsky3ResNetBlock`s, themselves repeated blocks.
 REPORTED_ONLY = {"AnimaTextConditioner", "MiniMaxMusic3RVQDepthDecoder"}
+REPORTED_NESTED = {"Kandinsky3UNet": "itself a block"}
 LEFT_ALONE = {
     "TransformerTemporalModel",
     "DreamLiteTransformer2DModel",
@@ -136,6 +146,8 @@ def test_models_that_do_not_run_per_step_are_never_fixed(diffusers_trees: Diffus
     )
     assert all("denoising loop" in (findings[name].not_fixed_reason or "") for name in REPORTED_ONLY)
     assert not LEFT_ALONE & set(findings)
+    for name, reason in REPORTED_NESTED.items():
+        assert findings[name].fix is None and reason in (findings[name].not_fixed_reason or "")
 
 
 # In the rewritten tree: every listed name is the `__name__` of an nn.Module class (not a whole model)
@@ -188,6 +200,9 @@ from diffusers.models.transformers.dit_transformer_2d import DiTTransformer2DMod
 from diffusers.models.transformers.sana_transformer import SanaTransformer2DModel
 from diffusers.models.controlnets.controlnet import ControlNetModel
 from diffusers.models.unets.unet_spatio_temporal_condition import UNetSpatioTemporalConditionModel
+from diffusers.models.unets.unet_motion_model import UNetMotionModel
+from diffusers.models.controlnets.controlnet_xs import UNetControlNetXSModel
+from diffusers.models.transformers.transformer_2d import Transformer2DModel
 
 models = {
     "SanaTransformer2DModel": SanaTransformer2DModel(
@@ -217,6 +232,20 @@ models = {
         up_block_types=("UpBlockSpatioTemporal", "CrossAttnUpBlockSpatioTemporal"), cross_attention_dim=16,
         num_attention_heads=(2, 4), addition_time_embed_dim=4, projection_class_embeddings_input_dim=12,
     ),
+    "UNetMotionModel": UNetMotionModel(
+        block_out_channels=(8, 16), layers_per_block=1, down_block_types=("CrossAttnDownBlockMotion", "DownBlockMotion"),
+        up_block_types=("UpBlockMotion", "CrossAttnUpBlockMotion"), cross_attention_dim=16, num_attention_heads=2,
+        norm_num_groups=4, motion_num_attention_heads=2,
+    ),
+    "UNetControlNetXSModel": UNetControlNetXSModel(
+        block_out_channels=(8, 16), down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=16, num_attention_heads=2,
+        norm_num_groups=4, ctrl_block_out_channels=(2, 4), ctrl_num_attention_heads=1, ctrl_max_norm_num_groups=2,
+        ctrl_conditioning_embedding_out_channels=(2, 4), sample_size=8,
+    ),
+    "Transformer2DModel": Transformer2DModel(
+        num_attention_heads=2, attention_head_dim=4, in_channels=8, num_layers=2, norm_num_groups=4,
+    ),
 }
 compiled = []
 torch.nn.Module.compile = lambda module, *args, **kwargs: compiled.append(type(module).__name__)
@@ -241,6 +270,12 @@ EXPECTED_COMPILED = {
     "ControlNetModel": ["BasicTransformerBlock"] * 2,
     # A spatial and a temporal block in each `TransformerSpatioTemporalModel` (down, mid, two up).
     "UNetSpatioTemporalConditionModel": ["BasicTransformerBlock", "TemporalBasicTransformerBlock"] * 4,
+    # Blocks appended to `nn.ModuleList([])`s: their spatial and motion transformers' blocks, and the mid block's.
+    "UNetMotionModel": ["BasicTransformerBlock"] * 11,
+    # Base and control transformers of the cross-attention down, mid and up blocks.
+    "UNetControlNetXSModel": ["BasicTransformerBlock"] * 9,
+    # Stacked in `_init_continuous_input`, a helper `__init__` calls.
+    "Transformer2DModel": ["BasicTransformerBlock"] * 2,
 }
 
 
