@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from bot.verify.turned_on_tests import VERIFIED_OPT_INS
 from codemods.copies import copy_pairs
 from codemods.engine import Mode, RunOptions, run
 from codemods.project import ProjectIndex
@@ -186,7 +187,16 @@ def find_groups(
     for rule in rules:
         log(f"engine: {rule} on {', '.join(str(p.relative_to(src.parent)) for p in paths)}")
         # pipelines/deprecated/ takes no changes: never proposed, whatever the checkout's configuration says.
-        options = RunOptions(paths, Mode.DIFF, unsafe_fixes=True, select=(rule,), cache_dir=cache_dir, include_deprecated=False)
+        # A fix that turns on checkout tests is taken: each group's verification runs them (`turned_on_tests`).
+        options = RunOptions(
+            paths,
+            Mode.DIFF,
+            unsafe_fixes=True,
+            select=(rule,),
+            cache_dir=cache_dir,
+            include_deprecated=False,
+            opt_in=VERIFIED_OPT_INS,
+        )
         result = run(options)
         errors += [f"{_relative(e.path, repo_root)}: {e.message}" for e in result.errors]
         if result.changes:

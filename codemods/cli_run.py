@@ -45,6 +45,15 @@ def run(
     output_format: Annotated[OutputFormat, typer.Option("--format", help="text, json, sarif or github.")] = OutputFormat.text,
     jobs: Annotated[int, typer.Option(min=0, metavar="N", help="Worker processes (0: one per core).")] = 0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the scan cache.")] = False,
+    opt_in: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--opt-in",
+            metavar="NAME",
+            help="Take a fix a rule offers only on request, as `[tool.codemod] opt-in` does (the names are in each "
+            "rule's `codemod explain`); repeatable.",
+        ),
+    ] = None,
     check_repo: Annotated[
         bool,
         typer.Option(
@@ -75,6 +84,7 @@ def run(
         ignore=rule_codes(ignore),
         jobs=jobs,
         cache_dir=None if no_cache else cache_directory(map(Path, paths)),
+        opt_in=tuple(opt_in or ()),
     )
     with _progress(enabled=output_format is OutputFormat.text) as progress:
         result = run_engine(options, progress)

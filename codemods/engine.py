@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,6 +55,8 @@ class RunOptions:
     cache_dir: Path | None = None
     # None: from the configuration (default: skip pipelines/deprecated/); the bot passes False.
     include_deprecated: bool | None = None
+    # Added to `[tool.codemod] opt-in`: the verifier and the bot take the fixes whose tests they run themselves.
+    opt_in: tuple[str, ...] = ()
 
 
 @dataclass
@@ -133,6 +135,7 @@ def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
             f"the rule selection is empty (select: {(','.join(select) or 'none') if select is not None else 'all'}; "
             f"ignore: {','.join(ignore) or 'none'}): name at least one rule that `codemod rules` lists"
         )
+    config = replace(config, opt_in=(*config.opt_in, *options.opt_in))
     check_opt_ins(config.opt_in)
     base = config.pyproject.parent if config.pyproject else Path.cwd()
     files = discover(options.paths, config.exclude, base)

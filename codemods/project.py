@@ -12,13 +12,16 @@ import ast
 import bisect
 import importlib.util
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any, TypeVar
 
 from codemods.facts import ClassFacts, CopyBlock, FileFacts, MethodFacts, cited_source, extract_facts
 from codemods.files import SourceDecodeError, read_source
+
+T = TypeVar("T")
 
 _DEFINED_FUNCTION = re.compile(r"^def (\w+)", re.MULTILINE)
 _CLASS_NAME = re.compile(r"^\s*class (\w+)", re.MULTILINE)
@@ -102,6 +105,7 @@ class ProjectIndex:
         self._texts: dict[str, str | None] = {}
         self._containing: dict[str, list[str]] = {}  # needle -> paths_containing(needle)
         self._load = load
+        self._checkout_facts: dict[Hashable, Any] = {}
         # A tree consulted for class definitions only (never for copies), for files outside any package.
         self._reference = ProjectIndex([reference], {}, load) if reference and reference not in self._roots else None
 
@@ -115,7 +119,15 @@ class ProjectIndex:
         index = ProjectIndex(self._roots, {**self._facts, **facts}, self._load)
         index._reference = self._reference
         index._texts = {**self._texts, **texts}
+        index._checkout_facts = self._checkout_facts
         return index
+
+    def checkout_fact(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, once per run: a fact from outside the package (the checkout's `tests/`), which no fix
+        changes, so an overlay shares it."""
+        if key not in self._checkout_facts:
+            self._checkout_facts[key] = compute()
+        return self._checkout_facts[key]
 
     def text(self, path: str) -> str | None:
         if path not in self._texts:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.verify.turned_on_tests import VERIFIED_OPT_INS
 from codemods.engine import Mode, RunOptions, RunResult, run
 from codemods.facts import FileFacts
 from codemods.findings import Finding
@@ -92,7 +93,10 @@ def rewrite_copy(
     original = copy_tree(src, work_dir / "original")
     rewritten = copy_tree(src, work_dir / "rewritten")
     targets = (rewritten,) if paths is None else tuple(rewritten / _relative(src, p) for p in paths)
-    options = RunOptions(paths=targets, mode=Mode.WRITE, unsafe_fixes=True, select=select, cache_dir=None)
+    # The same fixes as the bot's plan: the tests a fix turns on are the verifier's to run (`turned_on_tests`).
+    options = RunOptions(
+        paths=targets, mode=Mode.WRITE, unsafe_fixes=True, select=select, cache_dir=None, opt_in=VERIFIED_OPT_INS
+    )
     result = run(options, progress)
     rewrites = []
     for path, (before, after) in sorted(result.changes.items()):

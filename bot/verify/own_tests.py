@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from bot.verify import own_tests_plugin
 from bot.verify.covering_tests import CheckoutTests
 from bot.verify.runner import inherited_environment
-from bot.verify.targets.from_tests import tests_dir_of
+from codemods.gated_tests import tests_dir_of
 
 if TYPE_CHECKING:
     from bot.verify.changes import ChangeSet

@@ -18,8 +18,9 @@ from bot.verify.report import TargetResult
 from bot.verify.runner import run_tree
 from bot.verify.target_result import target_result
 from bot.verify.targets import TargetSpec, all_targets
-from bot.verify.targets.from_tests import cannot_run, discover, tests_dir_of
+from bot.verify.targets.from_tests import cannot_run, discover
 from bot.verify.verdict import OUTPUT_RULES, STRUCTURE_RULES, Side
+from codemods.gated_tests import tests_dir_of
 
 
 def verify_changes(

@@ -5,10 +5,9 @@ skips unless `model_class._repeated_blocks` is set, so a change that adds `_repe
 (DIF003) makes that test run for every test class of that model that takes the mixin, a test
 the change's own covering tests never ran before. Here:
 1. the class-level names each changed class gains (`_repeated_blocks`), from the two trees' text;
-2. the test functions of the checkout that read such a name (`self.model_class._repeated_blocks`,
-   `getattr(..., "_repeated_blocks")`), with the class that defines them (a mixin);
-3. in the modules that test the changed class, the test classes configured for it (`model_class`,
-   inherited from a config class of the same module) that define or inherit those functions.
+2. the checkout's tests gated on such a name (`codemods.gated_tests`, which the engine also asks before
+   it offers such a fix): the test classes configured for the changed class that hold a test function
+   reading it.
 The result is pytest node ids, and the test names whose "needs an accelerator" skip is lifted.
 They run on both trees like the covering tests (`own_tests`). One that the change makes fail
 with `FailOnRecompileLimitHit` gets the override a maintainer would write (`recompile_limit`),
@@ -23,18 +22,20 @@ import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.verify.covering_tests import CheckoutTests
 from bot.verify.own_tests import CHECKOUT_CONFIG, DEFAULT_BUDGET_S, ENVIRONMENT, OwnTests, run_own_tests
 from bot.verify.recompile_limit import LIMIT_HIT, probe_limit, with_recompile_limit
 from bot.verify.runner import inherited_environment
-from bot.verify.targets.from_tests import tests_dir_of
+from codemods.gated_tests import CheckoutGates, tests_dir_of
+from codemods.rules.missing_repeated_blocks import TURNED_ON_TESTS, MissingRepeatedBlocks
 
 if TYPE_CHECKING:
     from bot.verify.changes import ChangeSet
+
+# The fixes that turn on checkout tests: a run that runs those tests (this module) takes them.
+VERIFIED_OPT_INS = (f"{MissingRepeatedBlocks.code}-{TURNED_ON_TESTS}",)
 
 TITLE = "the tests the change turns on (run on the CPU, accelerator skips lifted)"
 
@@ -52,52 +53,19 @@ def gained_attributes(before: str, after: str) -> dict[str, list[str]]:
     return {cls: sorted(names - old.get(cls, set())) for cls, names in new.items() if names - old.get(cls, set())}
 
 
-class GatedTests:
-    """The test functions of a checkout's `tests/` that read a given attribute, parsed once."""
-
-    def __init__(self, tests_dir: Path) -> None:
-        self.tests_dir = tests_dir
-        self.checkout_tests = CheckoutTests(tests_dir)
-
-    @cached_property
-    def _functions(self) -> list[tuple[str, str, frozenset[str]]]:
-        """(class, test function, the attribute names it reads), over every module of tests/."""
-        found = []
-        for path in sorted(self.tests_dir.rglob("*.py")):
-            tree = _parse(path)
-            for cls in (n for n in getattr(tree, "body", []) if isinstance(n, ast.ClassDef)):
-                for function in cls.body:
-                    if isinstance(function, ast.FunctionDef) and function.name.startswith("test"):
-                        found.append((cls.name, function.name, _names_read(function)))
-        return found
-
-    def gated_on(self, attributes: set[str]) -> dict[str, set[str]]:
-        """Test function name -> the classes that define it, for functions reading one of `attributes`."""
-        gated: dict[str, set[str]] = {}
-        for cls, function, reads in self._functions:
-            if reads & attributes:
-                gated.setdefault(function, set()).add(cls)
-        return gated
-
-    def turned_on(self, package: Path, changed: dict[str, dict[str, list[str]]]) -> TurnedOn:
-        """The tests turned on by `changed` (package-relative file -> class -> names gained)."""
-        node_ids: list[str] = []
-        attributes: dict[str, list[str]] = {}
-        for relative, classes in changed.items():
-            gated = self.gated_on({name for names in classes.values() for name in names})
-            if not gated:
-                continue
-            attributes.update(classes)
-            for module in self.checkout_tests.covering(package, [relative]):
-                tree = _parse(self.tests_dir.parent / module)
-                for test_class, configured, bases in _test_classes(tree):
-                    if configured not in classes:
-                        continue
-                    for function, holders in gated.items():
-                        if holders & bases:
-                            node_ids.append(f"{module}::{test_class}::{function}")
-        names = sorted({node.rsplit("::", 1)[1] for node in node_ids})
-        return TurnedOn(list(dict.fromkeys(node_ids)), names, attributes)
+def turned_on(tests_dir: Path, changed: dict[str, dict[str, list[str]]]) -> TurnedOn:
+    """The tests turned on by `changed` (package-relative file -> class -> names gained)."""
+    gates = CheckoutGates(tests_dir)
+    node_ids: list[str] = []
+    attributes: dict[str, list[str]] = {}
+    for classes in changed.values():
+        for model, names in classes.items():
+            found = gates.turned_on(model, set(names))
+            if found:
+                attributes[model] = names
+                node_ids += found
+    names = sorted({node.rsplit("::", 1)[1] for node in node_ids})
+    return TurnedOn(list(dict.fromkeys(node_ids)), names, attributes)
 
 
 def turned_on_tests(
@@ -135,7 +103,7 @@ def turned_on_by(tests_dir: Path, package: Path, changes: dict[str, tuple[str, s
         attributes = gained_attributes(before, after)
         if attributes and Path(path).resolve().is_relative_to(package.resolve()):
             gained[Path(path).resolve().relative_to(package.resolve()).as_posix()] = attributes
-    return GatedTests(tests_dir).turned_on(package, gained)
+    return turned_on(tests_dir, gained)
 
 
 def carry_recompile_limits(
@@ -199,59 +167,6 @@ def _class_names(text: str) -> dict[str, set[str]]:
             if isinstance(statement, (ast.Assign, ast.AnnAssign)) and isinstance(target, ast.Name)
         }
     return names
-
-
-def _names_read(function: ast.FunctionDef) -> frozenset[str]:
-    """Attribute names the function reads: `x.name`, and `getattr(x, "name")`."""
-    names = {node.attr for node in ast.walk(function) if isinstance(node, ast.Attribute)}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr"):
-            if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
-                names.add(node.args[1].value)
-    return frozenset(names)
-
-
-def _test_classes(tree: ast.Module | None) -> list[tuple[str, str | None, set[str]]]:
-    """(class, the model class it is configured for, its base names and its own name, transitively in the module)."""
-    classes = {n.name: n for n in getattr(tree, "body", []) if isinstance(n, ast.ClassDef)}
-
-    def configured(name: str, seen: frozenset[str] = frozenset()) -> str | None:
-        node = classes.get(name)
-        if node is None or name in seen:
-            return None
-        own = _model_class(node)
-        if own:
-            return own
-        bases = [base.id for base in node.bases if isinstance(base, ast.Name)]
-        return next((found for base in bases if (found := configured(base, seen | {name}))), None)
-
-    def ancestry(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
-        node = classes.get(name)
-        if node is None or name in seen:
-            return {name}
-        bases = {base.id for base in node.bases if isinstance(base, ast.Name)}
-        return {name}.union(*(ancestry(base, seen | {name}) for base in bases))
-
-    return [(name, configured(name), ancestry(name)) for name in classes]
-
-
-def _model_class(cls: ast.ClassDef) -> str | None:
-    for statement in cls.body:
-        if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Name):
-            if any(isinstance(t, ast.Name) and t.id == "model_class" for t in statement.targets):
-                return statement.value.id
-        if isinstance(statement, ast.FunctionDef) and statement.name == "model_class":
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
-                    return node.value.id
-    return None
-
-
-def _parse(path: Path) -> ast.Module | None:
-    try:
-        return _parse_text(path.read_text("utf-8", errors="replace"))
-    except OSError:
-        return None
 
 
 def _parse_text(text: str) -> ast.Module | None:

@@ -9,9 +9,12 @@ from codemods.analysis.block_stacks import REPEATED_BLOCKS, UNREADABLE, existing
 from codemods.analysis.model_graph import ModuleGraph, builders, denoising, factory_blocks, lineage, module_graph
 from codemods.class_attribute_edits import ClassAttributeEdits, ClassAttributePlacement
 from codemods.findings import Finding, FixSafety
+from codemods.gated_tests import tests_turned_on
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile
+
+TURNED_ON_TESTS = "turned-on-tests"
 
 
 class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
@@ -61,7 +64,7 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
     `_repeated_blocks = ["BasicTransformerBlock"]`.
 
     ## Fix safety
-    Safe: only `compile_repeated_blocks` reads `_repeated_blocks`, and every name listed is a block
+    Safe: in the library only `compile_repeated_blocks` reads `_repeated_blocks`, and every name listed is a block
     class the model really builds (classes are matched by name, so the name is the one the class
     is defined or imported under in its file). Only denoisers are fixed, as the tree's pipelines
     show them: a model no pipeline calls in its loop but some registers (encoders, latent
@@ -77,6 +80,15 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
     and an existing `_repeated_blocks` that leaves a stacked class out (maybe on purpose). A model
     that already lists its blocks (diffusers' `UNet2DConditionModel`) gets nothing.
 
+    Tests read it too: in a checkout, diffusers' compile mixin runs `test_torch_compile_repeated_blocks`
+    (`fullgraph=True`, `recompile_limit=1`) only for a model that sets it, so the fix turns that test
+    on for the model's test classes, and it fails where the stacked blocks are not all built alike
+    (SD3's last block, SD3.5's dual-attention blocks need limits 2 and 3). Where the checkout's
+    `tests/` has such a test for the model, the finding is reported without a fix unless the run opts
+    in (`[tool.codemod] opt-in = ["DIF003-turned-on-tests"]`, or `--opt-in DIF003-turned-on-tests`):
+    `codemod verify` and the bot opt in, run those tests on the CPU, and carry the maintainers'
+    `recompile_limit` override where one is needed.
+
     ## Evidence
     diffusers PR #11705 added `compile_repeated_blocks`, driven by `_repeated_blocks`, because
     regional compilation suits diffusion models (PyTorch's "Reducing torch.compile cold start
@@ -89,6 +101,8 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
     name = "missing-repeated-blocks"
     summary = "a model stacks blocks but defines no `_repeated_blocks`; regional compilation cannot find them"
     fix_safeties = (FixSafety.SAFE,)
+    # Fix a model even where the checkout has tests the attribute turns on (`codemod verify` and the bot run them).
+    opt_ins = (TURNED_ON_TESTS,)
     trigger = re.compile(r"ModuleList\(")
     # Pipelines (what runs per step) and the graph of what models build, for findings in other files.
     facts_trigger = re.compile(r"ModuleList\(|register_modules\(")
@@ -132,6 +146,7 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
                 factories=parts.factories,
                 appended=parts.appended,
                 placement=ClassAttributePlacement.of(source, tree, cls),
+                tests_opted_in=self.opted_in(tree, TURNED_ON_TESTS),
             )
 
     def _leaves_out(self, source: SourceFile, cls: ast.ClassDef, missing: list[str]) -> Finding:
@@ -174,6 +189,8 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
         if pipeline is not None:
             message += f" (`{pipeline}` calls it in its denoising loop)"
         reason = reason or unproven
+        if reason is None and blocks and not finding.extra["tests_opted_in"]:
+            reason = _turns_on_tests(tests_turned_on(index, finding.path, model, REPEATED_BLOCKS), self.code)
         fix = self.fix(*placement.edit(blocks)) if reason is None and blocks else finding.fix
         return replace(finding, message=message, not_fixed_reason=reason, fix=fix)
 
@@ -254,3 +271,14 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
 
 def _is_model(index: ProjectIndex, name: str) -> bool:
     return any("ModelMixin" in c.bases for c in index.classes(name))
+
+
+def _turns_on_tests(node_ids: list[str], code: str) -> str | None:
+    """Why the fix waits for a verifier: the checkout's tests it turns on, which only running them can judge."""
+    if not node_ids:
+        return None
+    more = f" and {len(node_ids) - 1} more" if len(node_ids) > 1 else ""
+    return (
+        f"it turns on tests that never ran for this model ({node_ids[0]}{more}), which may need a test override "
+        f"(`recompile_limit`); `codemod verify` runs them and carries it, or opt in: `--opt-in {code}-{TURNED_ON_TESTS}`"
+    )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bot.verify.own_tests import run_own_tests
 from bot.verify.repo_checks import InPlaceChecks
-from bot.verify.turned_on_tests import GatedTests, gained_attributes
+from bot.verify.turned_on_tests import gained_attributes, turned_on
 
 MODEL = """\
 class Block:
@@ -100,8 +100,8 @@ def test_the_names_a_class_gains_are_read_from_the_two_texts() -> None:
 def test_the_mixin_test_gated_on_the_gained_name_is_turned_on_for_the_models_test_classes(tmp_path: Path) -> None:
     checkout = _checkout(tmp_path)
     changed = {"tiny.py": {"TinyModel": ["_repeated_blocks"]}}
-    turned_on = GatedTests(checkout / "tests").turned_on(checkout / "src" / "diffusers", changed)
-    assert (turned_on.node_ids, turned_on.names) == ([NODE], ["test_compile_repeated_blocks"])
+    found = turned_on(checkout / "tests", changed)
+    assert (found.node_ids, found.names) == ([NODE], ["test_compile_repeated_blocks"])
 
 
 def test_a_turned_on_test_runs_with_its_accelerator_skip_lifted_and_its_failure_breaks_the_change(

@@ -34,13 +34,6 @@ _SCANNED = ("models", "pipelines")
 _OFFLINE_SIGNS = ("huggingface.co", "offline mode", "local cache", "disk cache", "does not appear to have a file")
 
 
-def tests_dir_of(src: Path) -> Path | None:
-    """`<checkout>/tests` for a tree at `<checkout>/src/<package>`, if there is one."""
-    if src.parent.name == "src" and (src.parent.parent / "tests" / "__init__.py").is_file():
-        return src.parent.parent / "tests"
-    return None
-
-
 def discover(tests_dir: Path, covered: set[str]) -> list[TargetSpec]:
     """One target per model or pipeline class not in `covered`, from the first test class that configures it.
 

@@ -1,0 +1,143 @@
+"""DIF003 in a checkout whose tests are gated on `_repeated_blocks`: the fix waits for a run that runs them.
+
+The checkout is the installed diffusers' source as `src/diffusers` and a small `tests/` of ours in the
+shape of diffusers main's: the compile mixin's `test_torch_compile_repeated_blocks` skips unless the
+model sets `_repeated_blocks`, and SD3's test module takes the mixin (on main, adding the attribute to
+SD3 turns on two tests that fail at `recompile_limit=1`). PixArt's tests do not take it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli_runner import codemod
+from installed_trees import copy_installed_diffusers
+
+from codemods.engine import Mode, RunOptions, run
+from codemods.gated_tests import CheckoutGates
+
+COMPILE_MIXIN = """\
+import pytest
+
+
+class TorchCompileTesterMixin:
+    def test_torch_compile_recompilation(self):
+        pass
+
+    def test_torch_compile_repeated_blocks(self, recompile_limit=1):
+        if not self.model_class._repeated_blocks:
+            pytest.skip("Skipping test as the model class doesn't have `_repeated_blocks` set.")
+"""
+
+SD3_TESTS = """\
+from diffusers import SD3Transformer2DModel
+
+from ..testing_utils import TorchCompileTesterMixin
+
+
+class SD3TransformerTesterConfig:
+    @property
+    def model_class(self):
+        return SD3Transformer2DModel
+
+
+class TestSD3Transformer(SD3TransformerTesterConfig):
+    def test_output(self):
+        pass
+
+
+class TestSD3TransformerCompile(SD3TransformerTesterConfig, TorchCompileTesterMixin):
+    pass
+"""
+
+PIXART_TESTS = """\
+from diffusers import PixArtTransformer2DModel
+
+
+class PixArtTransformer2DModelTests:
+    model_class = PixArtTransformer2DModel
+
+    def test_output(self):
+        pass
+"""
+
+SD3 = "models/transformers/transformer_sd3.py"
+PIXART = "models/transformers/pixart_transformer_2d.py"
+TURNED_ON = "tests/models/transformers/test_models_transformer_sd3.py::TestSD3TransformerCompile::test_torch_compile_repeated_blocks"
+
+
+def _checkout(root: Path) -> Path:
+    copy_installed_diffusers(root / "src")
+    files = {
+        "tests/__init__.py": "",
+        "tests/models/__init__.py": "",
+        "tests/models/testing_utils/__init__.py": "from .compile import TorchCompileTesterMixin\n",
+        "tests/models/testing_utils/compile.py": COMPILE_MIXIN,
+        "tests/models/transformers/__init__.py": "",
+        "tests/models/transformers/test_models_transformer_sd3.py": SD3_TESTS,
+        "tests/models/transformers/test_models_transformer_pixart.py": PIXART_TESTS,
+    }
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
+    return root
+
+
+def _run(checkout: Path, opt_in: tuple[str, ...] = ()):
+    package = checkout / "src" / "diffusers"
+    return run(RunOptions(paths=(package / SD3, package / PIXART), mode=Mode.WRITE, select=("DIF003",), opt_in=opt_in))
+
+
+def test_a_model_whose_checkout_tests_the_fix_turns_on_is_reported_without_a_fix(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path)
+    before = (checkout / "src" / "diffusers" / SD3).read_text()
+    result = _run(checkout)
+    sd3 = next(f for f in result.findings if f.path.endswith(SD3))
+    assert (sd3.fixed, sd3.fix) == (False, None)
+    assert f"it turns on tests that never ran for this model ({TURNED_ON})" in sd3.not_fixed_reason
+    assert "--opt-in DIF003-turned-on-tests" in sd3.not_fixed_reason
+    assert (checkout / "src" / "diffusers" / SD3).read_text() == before
+
+
+def test_a_model_whose_tests_are_not_gated_on_the_attribute_is_still_fixed(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path)
+    result = _run(checkout)
+    assert [Path(path).name for path in result.changes] == ["pixart_transformer_2d.py"]
+
+
+def test_a_run_that_opts_in_fixes_the_model_whose_tests_it_turns_on(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path)
+    _run(checkout, opt_in=("DIF003-turned-on-tests",))
+    assert '    _repeated_blocks = ["JointTransformerBlock"]\n' in (checkout / "src" / "diffusers" / SD3).read_text()
+
+
+def test_the_command_line_opts_in_and_names_an_unknown_opt_in_in_one_line(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path)
+    sd3 = f"src/diffusers/{SD3}"
+    plain = codemod("run", "--check", "--select", "DIF003", sd3, cwd=checkout)
+    assert plain.stderr.startswith("1 finding(s); 1 file(s) scanned."), plain.stderr
+    assert "it turns on tests that never ran for this model" in plain.stdout
+    opted = codemod("run", "--check", "--select", "DIF003", "--opt-in", "DIF003-turned-on-tests", sd3, cwd=checkout)
+    assert "1 finding(s); 1 fixable" in opted.stderr, opted.stderr
+    unknown = codemod("run", "--check", "--opt-in", "DIF003-tests", sd3, cwd=checkout)
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip().splitlines() == [
+        "codemod: error: unknown opt-in: DIF003-tests (known: DIF003-turned-on-tests, DIF004-self-calls)"
+    ]
+
+
+def test_a_class_deriving_from_the_mixin_in_another_module_holds_its_gated_test(tmp_path: Path) -> None:
+    tests = tmp_path / "tests"
+    (tests / "models").mkdir(parents=True)
+    (tests / "models" / "compile.py").write_text(COMPILE_MIXIN)
+    (tests / "models" / "limits.py").write_text(
+        "from .compile import TorchCompileTesterMixin\n\n\nclass LenientCompileMixin(TorchCompileTesterMixin):\n"
+        "    pass\n"
+    )
+    (tests / "models" / "test_tiny.py").write_text(
+        "from diffusers import TinyModel\n\nfrom .limits import LenientCompileMixin\n\n\n"
+        "class TestTinyCompile(LenientCompileMixin):\n    model_class = TinyModel\n"
+    )
+    assert CheckoutGates(tests).turned_on("TinyModel", {"_repeated_blocks"}) == [
+        "tests/models/test_tiny.py::TestTinyCompile::test_torch_compile_repeated_blocks"
+    ]
