@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from codemods.analysis.call_places import moved_place
 from codemods.analysis.place import Place, join
+from codemods.analysis.schedule_calls import schedule_call
 from codemods.source import call_argument, dotted_name
 
 if TYPE_CHECKING:
@@ -68,25 +69,10 @@ def _device_name_place(places: FunctionPlaces, device: ast.Name) -> Place:
 
 def set_timesteps_place(places: FunctionPlaces, receiver: str) -> Place:
     """Where the function put `<receiver>.timesteps`: the device it passed to `set_timesteps` (or `retrieve_timesteps`)."""
-    for call in ast.walk(places.function):
-        if (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and call.func.attr == "set_timesteps"
-            and ast.unparse(call.func.value) == receiver
-        ):
-            device = call_argument(call, "device", 1)
-            if device is not None:
-                return device_place(places, device)
-        if (
-            isinstance(call, ast.Call)
-            and (dotted_name(call.func) or "").endswith("retrieve_timesteps")
-            and call.args
-            and ast.unparse(call.args[0]) == receiver
-        ):
-            device = call_argument(call, "device", 2)  # diffusers' helper calls `set_timesteps(..., device=device)`
-            if device is not None:
-                return device_place(places, device)
+    for node in ast.walk(places.function):
+        schedule = schedule_call(node)
+        if schedule is not None and schedule.device is not None and ast.unparse(schedule.scheduler) == receiver:
+            return device_place(places, schedule.device)
     return Place.UNKNOWN
 
 

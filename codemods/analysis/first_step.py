@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import ast
 
+from codemods.analysis.schedule_calls import schedule_call
 from codemods.analysis.second_schedule import shared_schedule_blocker
-from codemods.analysis.stepped_schedulers import TIMESTEP_SOURCES, SteppedScheduler
+from codemods.analysis.stepped_schedulers import SteppedScheduler
 from codemods.source import dotted_name, statements
 
 _INTERRUPT = ("self.interrupt", "self._interrupt")
@@ -244,9 +245,9 @@ def _schedule_of(value: ast.expr | None, position: int) -> str | None:
     if value is None:
         return None
     if position == 0 and isinstance(value, ast.Call):
-        function = (dotted_name(value.func) or "").rsplit(".", 1)[-1]
-        if function in TIMESTEP_SOURCES and value.args:
-            owner = dotted_name(value.args[0]) or ""
+        schedule = schedule_call(value)
+        if schedule is not None and schedule.by_helper:
+            owner = dotted_name(schedule.scheduler) or ""
             return owner if owner.endswith("scheduler") else None
         return None
     return _timesteps_owner(value) if position == -1 else None

@@ -26,8 +26,9 @@ from codemods.analysis.call_places import call_place, splits
 from codemods.analysis.device_places import device_place, may_be_on_device, set_timesteps_place
 from codemods.analysis.hot_paths import is_other_backend_test
 from codemods.analysis.place import Place, combine, join, parameter_place
+from codemods.analysis.schedule_calls import schedule_call
 from codemods.analysis.schedule_slices import timesteps_slice_receiver
-from codemods.source import call_argument, dotted_name, self_attribute
+from codemods.source import dotted_name, self_attribute
 
 if TYPE_CHECKING:
     from codemods.analysis.class_places import ClassPlaces
@@ -147,12 +148,12 @@ class FunctionPlaces:
 
     def _item_place(self, value: ast.expr, position: int) -> Place:
         """The `position`-th name of `a, b = value`."""
-        if isinstance(value, ast.Call) and (dotted_name(value.func) or "").endswith("retrieve_timesteps"):
+        schedule = schedule_call(value)
+        if schedule is not None and schedule.by_helper:
             # diffusers' helper: (the scheduler's timesteps on `device`, the number of steps).
             if position == 1:
                 return Place.PYTHON
-            device = call_argument(value, "device", 2)
-            return self.device_place(device) if device is not None else Place.UNKNOWN
+            return self.device_place(schedule.device) if schedule.device is not None else Place.UNKNOWN
         method = self_attribute(value.func) if isinstance(value, ast.Call) else None
         if method is not None and self.cls is not None:
             # `timesteps, n = self.get_timesteps(...)`: a slice of the schedule this function set.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from codemods.analysis.schedule_calls import schedule_call
 from codemods.source import dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -21,7 +22,7 @@ def timesteps_slice_receiver(method: Function | None) -> str | None:
     if method is None:
         return None
     returns = [s for s in statements(method.body) if isinstance(s, ast.Return)]
-    if not returns or _calls_set_timesteps(method):
+    if not returns or _sets_a_schedule(method):
         return None
     names = set()
     for statement in returns:
@@ -54,8 +55,5 @@ def _timesteps_receiver(value: ast.expr | None) -> str | None:
     return None
 
 
-def _calls_set_timesteps(method: Function) -> bool:
-    return any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "set_timesteps"
-        for n in ast.walk(method)
-    )
+def _sets_a_schedule(method: Function) -> bool:
+    return any(schedule_call(node) is not None for node in ast.walk(method))

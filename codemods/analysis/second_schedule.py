@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ast
 
-from codemods.analysis.stepped_schedulers import TIMESTEP_SOURCES, SteppedScheduler
+from codemods.analysis.schedule_calls import schedule_call
+from codemods.analysis.stepped_schedulers import SteppedScheduler
 from codemods.source import dotted_name, statements
 
 
@@ -107,11 +108,8 @@ def _bound_once(method: ast.AST, name: str) -> bool:
 
 def _sets_schedule(call: ast.Call, scheduler: str) -> ast.Call | None:
     """`call` if it is `<scheduler>.set_timesteps(...)` or `retrieve_timesteps(<scheduler>, ...)`."""
-    if isinstance(call.func, ast.Attribute) and call.func.attr == "set_timesteps":
-        return call if dotted_name(call.func.value) == scheduler else None
-    if (dotted_name(call.func) or "").endswith(TIMESTEP_SOURCES) and call.args:
-        return call if dotted_name(call.args[0]) == scheduler else None
-    return None
+    schedule = schedule_call(call)
+    return call if schedule is not None and dotted_name(schedule.scheduler) == scheduler else None
 
 
 def _same_arguments(first: ast.Call, second: ast.Call) -> bool:

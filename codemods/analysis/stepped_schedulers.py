@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from codemods.analysis.hot_paths import is_denoising_loop, is_scheduler
 from codemods.analysis.place import Place
 from codemods.analysis.placement import FunctionPlaces
+from codemods.analysis.schedule_calls import schedule_call
 from codemods.analysis.types import Types, attribute_types
-from codemods.source import SourceFile, call_argument, dotted_name, spans_a_line, statements
+from codemods.source import SourceFile, dotted_name, spans_a_line, statements
 
 STEP_CALL = re.compile(r"scheduler\.step\(")  # no leading \b: a literal prefix searches fast
 _DEEPCOPY = ("copy.deepcopy", "deepcopy")
-# Functions that set a scheduler's timesteps when given it first: `retrieve_timesteps(self.scheduler, n, device)`.
-TIMESTEP_SOURCES = ("retrieve_timesteps",)
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,21 +114,13 @@ def schedule_on_device(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     costs no sync)."""
     places = FunctionPlaces(method)
     for node in ast.walk(method):
-        if not isinstance(node, ast.Call):
-            continue
+        schedule = schedule_call(node)
         if (
-            isinstance(node.func, ast.Attribute)
-            and node.func.attr == "set_timesteps"
-            and _names_a_scheduler(node.func.value)
+            schedule is not None
+            and schedule.device is not None
+            and _names_a_scheduler(schedule.scheduler)
+            and places.device_place(schedule.device) is Place.DEVICE
         ):
-            device = call_argument(node, "device", 1)
-        elif (
-            (dotted_name(node.func) or "").endswith(TIMESTEP_SOURCES) and node.args and _names_a_scheduler(node.args[0])
-        ):
-            device = call_argument(node, "device", 2)
-        else:
-            continue
-        if device is not None and places.device_place(device) is Place.DEVICE:
             return True
     return False
 

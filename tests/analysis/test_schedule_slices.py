@@ -59,3 +59,18 @@ def test_a_first_return_also_bound_from_something_else_proves_nothing() -> None:
         )
         is None
     )
+
+
+def test_a_method_that_retrieves_the_schedule_itself_proves_nothing() -> None:
+    # `retrieve_timesteps` sets the schedule too: the slice lives where this method put it.
+    assert (
+        _receiver(
+            """
+            def get_timesteps(self, num_inference_steps, strength):
+                retrieve_timesteps(self.scheduler, num_inference_steps)
+                timesteps = self.scheduler.timesteps[1:]
+                return timesteps, num_inference_steps - 1
+            """
+        )
+        is None
+    )
