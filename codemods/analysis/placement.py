@@ -220,11 +220,11 @@ class FunctionPlaces:
         base = self.place(node.value)
         if node.attr in _PYTHON_ATTRIBUTES and (base.is_tensor or base is Place.MODULE):
             return Place.PYTHON
+        if base is Place.DEVICE and node.attr in ("sample", "prev_sample"):
+            return Place.DEVICE  # a model's (or a scheduler's) output read for its tensor: before the test below
         if base.is_tensor:
             return base if node.attr in _TENSOR_SAME_PLACE_ATTRIBUTES else Place.UNKNOWN
         if base is Place.MODULE and node.attr in _MODULE_TENSOR_ATTRIBUTES:
-            return Place.DEVICE
-        if base is Place.DEVICE and node.attr in ("sample", "prev_sample"):
             return Place.DEVICE
         return Place.UNKNOWN
 

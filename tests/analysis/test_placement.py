@@ -192,3 +192,16 @@ def test_the_device_of_an_unannotated_input_of_a_model_method_is_the_device() ->
             sizes = torch.tensor([2, 2], device=hidden_states.device)
     """
     assert _place_of(code, "torch.tensor([2, 2], device=hidden_states.device)") is Place.DEVICE
+
+
+def test_the_sample_of_a_model_output_lives_on_the_device() -> None:
+    code = """
+    class Pipe(DiffusionPipeline):
+        def __init__(self, unet: UNet2DConditionModel):
+            self.register_modules(unet=unet)
+
+        def __call__(self, latents, t, embeds):
+            noise_pred = self.unet(latents, t, encoder_hidden_states=embeds).sample
+            return noise_pred
+    """
+    assert _place_of(code, "self.unet(latents, t, encoder_hidden_states=embeds).sample") is Place.DEVICE
