@@ -134,3 +134,13 @@ def test_a_per_block_item_of_a_device_mask_is_reported(tmp_path: Path) -> None:
     """
     [(line, message)] = _messages(tmp_path, code)
     assert line == 12 and message.startswith("`update_mask_i[idx].item()` copies a device value to the host")
+
+
+def test_ledits_per_step_cpu_copies_of_guidance_masks_are_reported(tmp_path: Path) -> None:
+    # The masks derive from the UNet's `.sample`; the loop's later `noise_pred = ...` no longer hides that,
+    # since the `.sample` binding at the top of each iteration kills it. The attention-store mask stays unknown.
+    path = installed_copy("pipelines/ledits_pp/pipeline_leditspp_stable_diffusion.py", tmp_path)
+    lines = path.read_text().splitlines()
+    result = run(RunOptions(paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
+    reported = [lines[f.line - 1].strip() for f in result.findings if "copies a device tensor" in f.message]
+    assert reported == ["self.activation_mask[i, c] = intersect_mask.detach().cpu()", "torch.where("]
