@@ -133,7 +133,7 @@ class FunctionPlaces:
             name = dotted_name(iterable.func) or ""
             if name in ("range", "len"):
                 return Place.PYTHON
-            if name.endswith("progress_bar") and iterable.args:
+            if (name.endswith("progress_bar") or name in ("tqdm", "tqdm.tqdm")) and iterable.args:  # same elements
                 return self.element_place(iterable.args[0])
             if name == "reversed" and iterable.args:
                 return self.element_place(iterable.args[0])
