@@ -67,7 +67,10 @@ class FunctionBindings:
                 continue
             where = self._where(binding)
             before = start < where < at and binding.owner not in chain
-            around = where > at and any(_inside(binding.owner, loop) for loop in loops)
+            # Through a loop's back edge, unless the binding that dominates the use is in that loop too (and kills it).
+            around = where > at and any(
+                _inside(binding.owner, loop) and (latest is None or not _inside(latest.owner, loop)) for loop in loops
+            )
             if before or around:
                 found.append(binding)
         return found

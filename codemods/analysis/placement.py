@@ -134,7 +134,7 @@ class FunctionPlaces:
             name = dotted_name(iterable.func) or ""
             if name in ("range", "len"):
                 return Place.PYTHON
-            if name.endswith("progress_bar") and iterable.args:
+            if (name.endswith("progress_bar") or name in ("tqdm", "tqdm.tqdm")) and iterable.args:  # same elements
                 return self.element_place(iterable.args[0])
             if name == "reversed" and iterable.args:
                 return self.element_place(iterable.args[0])
@@ -221,11 +221,11 @@ class FunctionPlaces:
         base = self.place(node.value)
         if node.attr in _PYTHON_ATTRIBUTES and (base.is_tensor or base is Place.MODULE):
             return Place.PYTHON
+        if base is Place.DEVICE and node.attr in ("sample", "prev_sample"):
+            return Place.DEVICE  # a model's (or a scheduler's) output read for its tensor: before the test below
         if base.is_tensor:
             return base if node.attr in _TENSOR_SAME_PLACE_ATTRIBUTES else Place.UNKNOWN
         if base is Place.MODULE and node.attr in _MODULE_TENSOR_ATTRIBUTES:
-            return Place.DEVICE
-        if base is Place.DEVICE and node.attr in ("sample", "prev_sample"):
             return Place.DEVICE
         return Place.UNKNOWN
 

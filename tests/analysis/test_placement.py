@@ -192,3 +192,28 @@ def test_the_device_of_an_unannotated_input_of_a_model_method_is_the_device() ->
             sizes = torch.tensor([2, 2], device=hidden_states.device)
     """
     assert _place_of(code, "torch.tensor([2, 2], device=hidden_states.device)") is Place.DEVICE
+
+
+def test_the_sample_of_a_model_output_lives_on_the_device() -> None:
+    code = """
+    class Pipe(DiffusionPipeline):
+        def __init__(self, unet: UNet2DConditionModel):
+            self.register_modules(unet=unet)
+
+        def __call__(self, latents, t, embeds):
+            noise_pred = self.unet(latents, t, encoder_hidden_states=embeds).sample
+            return noise_pred
+    """
+    assert _place_of(code, "self.unet(latents, t, encoder_hidden_states=embeds).sample") is Place.DEVICE
+
+
+def test_a_timestep_taken_through_tqdm_lives_where_the_timesteps_do() -> None:
+    code = """
+    class Pipe(DiffusionPipeline):
+        def __call__(self, n: int):
+            device = self._execution_device
+            timesteps, n = retrieve_timesteps(self.scheduler, n, device)
+            for i, t in enumerate(tqdm(timesteps)):
+                noise = t * 2
+    """
+    assert _place_of(code, "t", "noise = t") is Place.DEVICE

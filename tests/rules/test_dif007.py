@@ -104,3 +104,43 @@ def test_a_read_of_values_the_host_built_says_so(tmp_path: Path) -> None:
         "; the host built these values itself (line 6: `torch.tensor([x.shape[0] for x in xs], device=device)`): "
         "use the Python values instead"
     )
+
+
+def test_skyreels_update_mask_built_on_the_cpu_is_not_a_sync(tmp_path: Path) -> None:
+    # `generate_timestep_matrix` builds `step_update_mask` from `torch.zeros(num_blocks, dtype=torch.long)`
+    # rows (no device): `update_mask_i[idx].item()` in the per-block loop reads a CPU tensor.
+    path = installed_copy("pipelines/skyreels_v2/pipeline_skyreels_v2_diffusion_forcing.py", tmp_path)
+    lines = path.read_text().splitlines()
+    result = run(RunOptions(paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
+    assert "if update_mask_i[idx].item():" in {line.strip() for line in lines}
+    assert not any("update_mask_i[idx].item()" in lines[f.line - 1] for f in result.findings)
+
+
+def test_a_per_block_item_of_a_device_mask_is_reported(tmp_path: Path) -> None:
+    # The same loop shape as SkyReels-V2's, with the mask made on the device: a sync per step and block.
+    code = """
+    import torch
+
+    class Pipe(DiffusionPipeline):
+        def __call__(self, n: int, blocks: int):
+            device = self._execution_device
+            timesteps, n = retrieve_timesteps(self.scheduler, n, device)
+            step_update_mask = torch.ones((n, blocks), dtype=torch.bool, device=device)
+            for i, t in enumerate(timesteps):
+                update_mask_i = step_update_mask[i]
+                for idx in range(blocks):
+                    if update_mask_i[idx].item():
+                        pass
+    """
+    [(line, message)] = _messages(tmp_path, code)
+    assert line == 12 and message.startswith("`update_mask_i[idx].item()` copies a device value to the host")
+
+
+def test_ledits_per_step_cpu_copies_of_guidance_masks_are_reported(tmp_path: Path) -> None:
+    # The masks derive from the UNet's `.sample`; the loop's later `noise_pred = ...` no longer hides that,
+    # since the `.sample` binding at the top of each iteration kills it. The attention-store mask stays unknown.
+    path = installed_copy("pipelines/ledits_pp/pipeline_leditspp_stable_diffusion.py", tmp_path)
+    lines = path.read_text().splitlines()
+    result = run(RunOptions(paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
+    reported = [lines[f.line - 1].strip() for f in result.findings if "copies a device tensor" in f.message]
+    assert reported == ["self.activation_mask[i, c] = intersect_mask.detach().cpu()", "torch.where("]
