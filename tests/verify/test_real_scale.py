@@ -100,6 +100,7 @@ def test_a_profiled_run_gives_its_big_syncs_every_host_wait_and_the_counts_per_s
         ],
         "big_sync_ms": 50.0,
         "host_wait_ms_per_unit": 83.209,
+        "gpu_busy_ms_per_unit": 0.054,
         "largest_host_waits": [
             {"op": "aten::to", "site": f"{flux}:640", "ms": 89.0},
             {"op": "aten::item", "site": euler, "ms": 75.0},
@@ -158,6 +159,7 @@ def _side(wall: float, big: list[dict[str, object]]) -> dict[str, object]:
         "big_syncs": big,
         "big_sync_ms": 50.0,
         "host_wait_ms_per_unit": sum(float(s["ms"]) for s in waits) / 2,
+        "gpu_busy_ms_per_unit": wall / 4,
         "largest_host_waits": waits,
     }
 
@@ -208,7 +210,7 @@ def test_a_side_without_big_syncs_lists_its_largest_host_waits() -> None:
     section = {"measured": True, "device": "cuda", "scale": {"blocks": 4}, "cases": [_paired()]}
     assert (
         "- `QwenImagePipeline@blocks=60` eager, after: none over 50 ms; largest host waits: "
-        "1.5 ms in `cudaStreamSynchronize` at `models/x.py:9`"
+        "1.5 ms in `cudaStreamSynchronize` at `models/x.py:9`; the GPU was busy 96.5 of 386.0 ms per step (25%)"
     ) in real_scale_lines(section)
 
 

@@ -26,6 +26,10 @@ from bot.verify.tracing import LineCoverage
 from bot.verify.workload import Workload
 
 LARGEST_WAITS = 5
+# What the device ran: set against the wall time per unit, it says whether the GPU or the host set the pace. A
+# host that launches work no faster than the GPU runs it keeps the queue empty, so no sync can wait long, however
+# many blocks the model has (each block adds host and GPU time alike).
+GPU_WORK = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 """Host waits listed per run besides the big syncs, so a run with none over 50 ms shows what it had."""
 
 
@@ -160,9 +164,15 @@ def host_waits(trace: dict[str, Any], roots: list[Path], units: int) -> dict[str
         "big_syncs": listed(e for e in every_wait if (e.duration_ms or 0.0) > BIG_SYNC_MS),
         "big_sync_ms": BIG_SYNC_MS,
         "host_wait_ms_per_unit": round(sum(e.duration_ms or 0.0 for e in every_wait) / units, 3),
+        "gpu_busy_ms_per_unit": round(gpu_busy_us(trace) / 1000 / units, 3),
         "largest_host_waits": listed(sorted(every_wait, key=lambda e: -(e.duration_ms or 0.0))[:LARGEST_WAITS]),
         "counts_per_unit": {kind: round(n / units, 3) for kind, n in census.counts.items()},
     }
+
+
+def gpu_busy_us(trace: dict[str, Any]) -> float:
+    """Microseconds of kernels and copies on the device in a Chrome trace (the profiled run is the whole trace)."""
+    return sum(event.get("dur", 0.0) for event in trace.get("traceEvents", []) if event.get("cat") in GPU_WORK)
 
 
 def _timed(run: Callable[[], Any], device: torch.device) -> tuple[float, float | None]:

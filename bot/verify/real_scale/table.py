@@ -139,8 +139,18 @@ def _sync_lines(cases: list[dict[str, Any]]) -> list[str]:
                     lines.append(f"- {where}: " + "; ".join(_wait(s) for s in measured["big_syncs"]))
                 else:
                     waits = "; ".join(_wait(s) for s in measured["largest_host_waits"]) or "no host wait at all"
-                    lines.append(f"- {where}: none over {measured['big_sync_ms']:g} ms; largest host waits: {waits}")
+                    lines.append(
+                        f"- {where}: none over {measured['big_sync_ms']:g} ms; largest host waits: {waits}{_pace(measured)}"
+                    )
     return [*lines, "", "</details>"] if len(lines) > 2 else []
+
+
+def _pace(side: dict[str, Any]) -> str:
+    """Why no sync waited: the GPU's busy time per unit against the wall time (the host set the pace when it is lower)."""
+    busy, wall = side.get("gpu_busy_ms_per_unit"), side.get("wall_ms_per_unit")
+    if busy is None or not wall:
+        return ""
+    return f"; the GPU was busy {busy:.1f} of {wall:.1f} ms per {side['unit']} ({100 * busy / wall:.0f}%)"
 
 
 def _wait(sync: dict[str, Any]) -> str:
