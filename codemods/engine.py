@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from codemods.cache import ScanCache, digest
 from codemods.config import Config, find_pyproject, load_config
+from codemods.copy_declines import copy_decline
 from codemods.discovery import DEPRECATED_REASON, discover, is_deprecated_pipeline
 from codemods.errors import RunAborted, UsageError
 from codemods.facts import FileFacts
@@ -153,6 +154,7 @@ class _Run:
         self.rule_by_code = {rule.code: rule for rule in rules}
         self.progress = progress
         self.files = [str(f) for f in files]
+        self.in_run = frozenset(self.files)
         roots_by_directory: dict[Path, Path | None] = {}
         self.roots: dict[str, Path | None] = {}
         for file in files:
@@ -302,8 +304,16 @@ class _Run:
                     errors[scan.path] = FileError(scan.path, f"rule {rule.code} failed: {type(crash).__name__}: {crash}")
                     continue
                 if kept is not None:
-                    resolved.append(kept)
+                    resolved.append(self.decline_unchangeable_copies(kept, index))
         return resolved
+
+    def decline_unchangeable_copies(self, finding: Finding, index: ProjectIndex) -> Finding:
+        """The finding without its fix when its `# Copied from` group can never change in this run, said here
+        (not only in the fixer) so that a check reports what a write does (codemods/copy_declines.py)."""
+        if finding.fix is None or finding.path in self.frozen:  # a frozen file's findings are only counted
+            return finding
+        reason = copy_decline(index, finding, self.in_run, self.frozen)
+        return finding if reason is None else replace(finding, fix=None, not_fixed_reason=reason)
 
     def wanted(self, finding: Finding) -> bool:
         """Whether this run applies the finding's fix (safe ones always, unsafe ones on request)."""

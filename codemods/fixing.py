@@ -18,9 +18,9 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from codemods.cache import digest
-from codemods.copies import CopyPair, copy_is_consistent, copy_relations
-from codemods.discovery import DEPRECATED_REASON
-from codemods.facts import CopyBlock, FileFacts
+from codemods.copies import CopyPair, copy_is_consistent
+from codemods.copy_declines import fix_copy_relations, pair_members, unchangeable_reason, unfound_reason
+from codemods.facts import FileFacts
 from codemods.files import SourceDecodeError, WriteRefused, read_source, why_not_writable
 from codemods.findings import FileError, Finding, Fix
 from codemods.formatter import FormatterGate, findings_in
@@ -226,7 +226,6 @@ class Fixer:
 
     def _check_copies(self, active: list[Finding], changes: dict[str, tuple[str, str]], rescans: dict[str, Scan]) -> bool:
         """Decline fixes that would make a `# Copied from` copy differ from its source; True if none did."""
-        in_run = set(self.run.files)
 
         def text_after(path: str) -> str:
             return changes[path][1] if path in changes else self.index.text(path) or ""
@@ -242,43 +241,25 @@ class Fixer:
         for finding in active:
             if finding.path not in changes:
                 continue
-            pairs, unfound = self._copy_relations(finding)
+            pairs, unfound = fix_copy_relations(self.index, finding)
             if unfound:
-                block = min(unfound, key=lambda b: (b.path, b.start_line))  # the reason must not depend on hash order
-                self.declined[id(finding)] = (
-                    f"`{block.qualname}` in {block.path} is `# Copied from` `diffusers.{block.source}`, which this tree "
-                    "does not define, so a change there cannot be shown to keep the copy"
-                )
+                self.declined[id(finding)] = unfound_reason(unfound)
                 settled = False
                 continue
             for pair in sorted(pairs):  # sorted: the reason must not depend on hash order
                 if pair not in verdicts:
-                    verdicts[pair] = self._copy_problem(pair, in_run, text_before, text_after, facts_after)
+                    verdicts[pair] = self._copy_problem(pair, text_before, text_after, facts_after)
                 if verdicts[pair]:
                     self.declined[id(finding)] = verdicts[pair]
                     settled = False
                     break
         return settled
 
-    def _copy_relations(self, finding: Finding) -> tuple[set[CopyPair], set[CopyBlock]]:
-        """The copy relations of the finding's lines and of every node its fix edits."""
-        spans = [(finding.line, finding.end_line)] + [(e.target.line, e.target.end_line) for e in finding.fix.edits]
-        pairs: set[CopyPair] = set()
-        unfound: set[CopyBlock] = set()
-        for line, end_line in spans:
-            more_pairs, more_unfound = copy_relations(self.index, finding.path, line, end_line)
-            pairs |= more_pairs
-            unfound |= more_unfound
-        return pairs, unfound
-
-    def _copy_problem(self, pair: CopyPair, in_run: set[str], before, after, facts_after) -> str | None:
-        members = f"`{pair.copy_qualname}` in {pair.copy_path} is `# Copied from` `{pair.source_qualname}` in {pair.source_path}"
-        outside = [p for p in (pair.copy_path, pair.source_path) if p not in in_run]
-        if outside:
-            return f"{members}; both must change together, and {', '.join(outside)} is not part of this run"
-        frozen = [p for p in (pair.copy_path, pair.source_path) if p in self.run.frozen]
-        if frozen:
-            return f"{members}; both must change together, and {', '.join(frozen)} may not change ({DEPRECATED_REASON})"
+    def _copy_problem(self, pair: CopyPair, before, after, facts_after) -> str | None:
+        # The static part is the resolve phase's too (codemods/copy_declines.py): asked again here as a backstop.
+        if reason := unchangeable_reason(pair, self.run.in_run, self.run.frozen):
+            return reason
+        members = pair_members(pair)
         if not copy_is_consistent(pair, before, self.index.facts):
             return f"{members}, but they already differ, so agreement after the fix cannot be shown"
         if not copy_is_consistent(pair, after, facts_after):
