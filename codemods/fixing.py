@@ -13,19 +13,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from functools import cache
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from codemods.cache import digest
+from codemods.apply_jobs import Applied, ApplyJob, apply_key, run_apply_job
 from codemods.copies import CopyPair, copy_is_consistent
 from codemods.copy_declines import fix_copy_relations, pair_members, unchangeable_reason, unfound_reason
 from codemods.facts import FileFacts
 from codemods.files import SourceDecodeError, WriteRefused, read_source, why_not_writable
-from codemods.findings import FileError, Finding, Fix
+from codemods.findings import FileError, Finding
 from codemods.formatter import FormatterGate, findings_in
 from codemods.project import ProjectIndex
-from codemods.rules import select_rules
 from codemods.scan import Scan
 
 if TYPE_CHECKING:
@@ -33,46 +31,6 @@ if TYPE_CHECKING:
 
 # Each round re-applies from the original texts with fewer fixes; a handful always settles it.
 _MAX_ROUNDS = 6
-
-
-@dataclass(frozen=True)
-class ApplyJob:
-    path: str
-    text: str
-    fixes: tuple[tuple[str, Fix], ...]  # (rule code, fix)
-
-
-@dataclass(frozen=True)
-class Applied:
-    path: str
-    text: str | None
-    error: str | None = None
-
-
-def run_apply_job(job: ApplyJob) -> Applied:
-    from codemods.apply import EditNotApplied, apply_fixes
-
-    rules = _rules(tuple(sorted({code for code, _ in job.fixes})))
-    try:
-        text = apply_fixes(job.text, [(rules[code], fix) for code, fix in job.fixes])
-    except EditNotApplied as error:
-        return Applied(job.path, None, f"fix not applied: {error}")
-    except Exception as crash:  # a rule's edit that crashes leaves the file as it was
-        return Applied(job.path, None, f"fix failed: {type(crash).__name__}: {crash}")
-    try:
-        compile(text, job.path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as error:
-        return Applied(job.path, None, f"fix produced code that does not compile: {error}")
-    return Applied(job.path, text)
-
-
-def _apply_key(job: ApplyJob) -> str:
-    return "apply:" + digest(job.path, job.text.encode("utf-8") + repr(job.fixes).encode("utf-8"))
-
-
-@cache
-def _rules(codes: tuple[str, ...]) -> dict[str, object]:
-    return {rule.code: rule for rule in select_rules(codes)}
 
 
 class Fixer:
@@ -165,7 +123,7 @@ class Fixer:
         ]
         # Each round re-applies from the original texts; a file whose set of fixes did not change since
         # an earlier round (or an earlier run: the cache) is not parsed with libcst again.
-        applied_texts = self._computed(jobs, self._applied, _apply_key, run_apply_job, "fix")
+        applied_texts = self._computed(jobs, self._applied, apply_key, run_apply_job, "fix")
         changes = {}
         for applied in applied_texts:
             error = applied.error or self._unencodable(applied)
