@@ -13,19 +13,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from functools import cache
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from codemods.cache import digest
-from codemods.copies import CopyPair, copy_is_consistent, copy_relations
-from codemods.discovery import DEPRECATED_REASON
-from codemods.facts import CopyBlock, FileFacts
+from codemods.apply_jobs import Applied, ApplyJob, apply_key, run_apply_job
+from codemods.copies import CopyPair, copy_is_consistent
+from codemods.copy_declines import fix_copy_relations, pair_members, unchangeable_reason, unfound_reason
+from codemods.facts import FileFacts
 from codemods.files import SourceDecodeError, WriteRefused, read_source, why_not_writable
-from codemods.findings import FileError, Finding, Fix
+from codemods.findings import FileError, Finding
 from codemods.formatter import FormatterGate, findings_in
 from codemods.project import ProjectIndex
-from codemods.rules import select_rules
 from codemods.scan import Scan
 
 if TYPE_CHECKING:
@@ -33,46 +31,6 @@ if TYPE_CHECKING:
 
 # Each round re-applies from the original texts with fewer fixes; a handful always settles it.
 _MAX_ROUNDS = 6
-
-
-@dataclass(frozen=True)
-class ApplyJob:
-    path: str
-    text: str
-    fixes: tuple[tuple[str, Fix], ...]  # (rule code, fix)
-
-
-@dataclass(frozen=True)
-class Applied:
-    path: str
-    text: str | None
-    error: str | None = None
-
-
-def run_apply_job(job: ApplyJob) -> Applied:
-    from codemods.apply import EditNotApplied, apply_fixes
-
-    rules = _rules(tuple(sorted({code for code, _ in job.fixes})))
-    try:
-        text = apply_fixes(job.text, [(rules[code], fix) for code, fix in job.fixes])
-    except EditNotApplied as error:
-        return Applied(job.path, None, f"fix not applied: {error}")
-    except Exception as crash:  # a rule's edit that crashes leaves the file as it was
-        return Applied(job.path, None, f"fix failed: {type(crash).__name__}: {crash}")
-    try:
-        compile(text, job.path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as error:
-        return Applied(job.path, None, f"fix produced code that does not compile: {error}")
-    return Applied(job.path, text)
-
-
-def _apply_key(job: ApplyJob) -> str:
-    return "apply:" + digest(job.path, job.text.encode("utf-8") + repr(job.fixes).encode("utf-8"))
-
-
-@cache
-def _rules(codes: tuple[str, ...]) -> dict[str, object]:
-    return {rule.code: rule for rule in select_rules(codes)}
 
 
 class Fixer:
@@ -165,7 +123,7 @@ class Fixer:
         ]
         # Each round re-applies from the original texts; a file whose set of fixes did not change since
         # an earlier round (or an earlier run: the cache) is not parsed with libcst again.
-        applied_texts = self._computed(jobs, self._applied, _apply_key, run_apply_job, "fix")
+        applied_texts = self._computed(jobs, self._applied, apply_key, run_apply_job, "fix")
         changes = {}
         for applied in applied_texts:
             error = applied.error or self._unencodable(applied)
@@ -226,7 +184,6 @@ class Fixer:
 
     def _check_copies(self, active: list[Finding], changes: dict[str, tuple[str, str]], rescans: dict[str, Scan]) -> bool:
         """Decline fixes that would make a `# Copied from` copy differ from its source; True if none did."""
-        in_run = set(self.run.files)
 
         def text_after(path: str) -> str:
             return changes[path][1] if path in changes else self.index.text(path) or ""
@@ -242,43 +199,25 @@ class Fixer:
         for finding in active:
             if finding.path not in changes:
                 continue
-            pairs, unfound = self._copy_relations(finding)
+            pairs, unfound = fix_copy_relations(self.index, finding)
             if unfound:
-                block = min(unfound, key=lambda b: (b.path, b.start_line))  # the reason must not depend on hash order
-                self.declined[id(finding)] = (
-                    f"`{block.qualname}` in {block.path} is `# Copied from` `diffusers.{block.source}`, which this tree "
-                    "does not define, so a change there cannot be shown to keep the copy"
-                )
+                self.declined[id(finding)] = unfound_reason(unfound)
                 settled = False
                 continue
             for pair in sorted(pairs):  # sorted: the reason must not depend on hash order
                 if pair not in verdicts:
-                    verdicts[pair] = self._copy_problem(pair, in_run, text_before, text_after, facts_after)
+                    verdicts[pair] = self._copy_problem(pair, text_before, text_after, facts_after)
                 if verdicts[pair]:
                     self.declined[id(finding)] = verdicts[pair]
                     settled = False
                     break
         return settled
 
-    def _copy_relations(self, finding: Finding) -> tuple[set[CopyPair], set[CopyBlock]]:
-        """The copy relations of the finding's lines and of every node its fix edits."""
-        spans = [(finding.line, finding.end_line)] + [(e.target.line, e.target.end_line) for e in finding.fix.edits]
-        pairs: set[CopyPair] = set()
-        unfound: set[CopyBlock] = set()
-        for line, end_line in spans:
-            more_pairs, more_unfound = copy_relations(self.index, finding.path, line, end_line)
-            pairs |= more_pairs
-            unfound |= more_unfound
-        return pairs, unfound
-
-    def _copy_problem(self, pair: CopyPair, in_run: set[str], before, after, facts_after) -> str | None:
-        members = f"`{pair.copy_qualname}` in {pair.copy_path} is `# Copied from` `{pair.source_qualname}` in {pair.source_path}"
-        outside = [p for p in (pair.copy_path, pair.source_path) if p not in in_run]
-        if outside:
-            return f"{members}; both must change together, and {', '.join(outside)} is not part of this run"
-        frozen = [p for p in (pair.copy_path, pair.source_path) if p in self.run.frozen]
-        if frozen:
-            return f"{members}; both must change together, and {', '.join(frozen)} may not change ({DEPRECATED_REASON})"
+    def _copy_problem(self, pair: CopyPair, before, after, facts_after) -> str | None:
+        # The static part is the resolve phase's too (codemods/copy_declines.py): asked again here as a backstop.
+        if reason := unchangeable_reason(pair, self.run.in_run, self.run.frozen):
+            return reason
+        members = pair_members(pair)
         if not copy_is_consistent(pair, before, self.index.facts):
             return f"{members}, but they already differ, so agreement after the fix cannot be shown"
         if not copy_is_consistent(pair, after, facts_after):

@@ -22,8 +22,8 @@ import bisect
 import difflib
 from typing import Any
 
+from codemods.apply_jobs import ApplyJob, run_apply_job
 from codemods.findings import Finding
-from codemods.fixing import ApplyJob, run_apply_job
 
 Hunk = tuple[int, int, int, int]  # difflib's i1, i2, j1, j2: old lines [i1, i2) became new lines [j1, j2)
 
