@@ -18,6 +18,7 @@ from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import Ancestors, SourceFile, dotted_name
+from codemods.statement_inserts import inserted_before
 
 if TYPE_CHECKING:
     import libcst
@@ -174,13 +175,14 @@ class HostSyncInHotPath(Rule):
 
     def edit_precompute_schedule(self, node: libcst.BaseStatement, expression: str) -> libcst.FlattenSentinel:
         # Blank lines stay above the new line; the anchor's own comments (`# 8. Denoising loop`) stay on it.
+        earlier, node = inserted_before(node)
         leading = list(node.leading_lines)
         split = next((i for i, line in enumerate(leading) if line.comment is not None), len(leading))
         comment = cst.EmptyLine(comment=cst.Comment(_PRECOMPUTE_COMMENT))
         new = cst.parse_statement(f"{PRECOMPUTED} = ({expression}).tolist()\n")
         new = new.with_changes(leading_lines=[*leading[:split], comment])
         kept = [cst.EmptyLine(indent=False), *leading[split:]] if split < len(leading) else []
-        return cst.FlattenSentinel([new, node.with_changes(leading_lines=kept)])
+        return cst.FlattenSentinel([*earlier, new, node.with_changes(leading_lines=kept)])
 
     def edit_read_precomputed(self, node: libcst.Call, index: str) -> libcst.BaseExpression:
         return cst.parse_expression(f"{PRECOMPUTED}[{index}]")
