@@ -4,17 +4,26 @@ import ast
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from codemods.analysis.class_places import places_at
 from codemods.analysis.host_reads import HostRead, host_reads
 from codemods.analysis.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.placement import FunctionPlaces
+from codemods.analysis.precomputed_schedule import PRECOMPUTED, is_first_element_item, schedule_replay
 from codemods.analysis.scheduler_lookups import every_call_lookup
 from codemods.analysis.stepped_schedulers import scheduler_loops
-from codemods.findings import Finding, FixSafety
+from codemods.findings import Edit, Finding, FixSafety
+from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import SourceFile, dotted_name
+from codemods.source import Ancestors, SourceFile, dotted_name
+from codemods.statement_inserts import inserted_before
+
+if TYPE_CHECKING:
+    import libcst
+
+_PRECOMPUTE_COMMENT = "# The normalized timesteps, read to the host once instead of every step"
 
 # What each kind of read costs, and the known way around it.
 _WHAT = {
@@ -86,8 +95,18 @@ class HostSyncInHotPath(Rule):
     ```
 
     ## Fix safety
-    No fix: each remedy (a CPU copy, `torch.where`, moving the read out of the loop) changes
-    the code's structure. The message says what syncs and the usual way out.
+    Safe, for one shape: `timestep[0].item()` in `for i, t in enumerate(timesteps)`, with `timestep`
+    made right before it from `t.expand(n)` and `+ - * /` with number literals (Z-Image's
+    `(1000 - t.expand(b)) / 1000`). The fix makes `_precomputed_t_norms = ((1000 - timesteps) /
+    1000).tolist()` before the loop's `with` (`pipeline_z_image.py`'s idiom, without its `.float()`,
+    which would change other dtypes) and reads `_precomputed_t_norms[i]`: the same elementwise
+    arithmetic on the same dtype and device gives each element the same value, and `.tolist()` the
+    same numbers as `.item()`. Declined, with the reason, where the loop rebinds or changes `i`, `t`
+    or `timesteps` in place, anything else makes `timestep`, `timesteps` is rebound between the new
+    line and the loop, or the name is taken. It assumes (as for every diffusers scheduler) a 1-D
+    schedule that nothing called in the loop writes into; an empty batch no longer raises there.
+    Every other read: no fix, as each remedy (a CPU copy, `torch.where`, moving the read out of
+    the loop) changes the code's structure; the message says what syncs and the usual way out.
 
     ## Evidence
     diffusers #11696 removed the `nonzero().item()` of the scheduler's first step for this reason;
@@ -98,7 +117,7 @@ class HostSyncInHotPath(Rule):
     code = "DIF007"
     name = "host-sync-in-hot-path"
     summary = "host waits for the device (`.item()`, `if t < x`, `nonzero`...) in a denoising loop or forward"
-    fix_safeties = ()
+    fix_safeties = (FixSafety.SAFE,)
     trigger = re.compile(
         r"\.(?:item|tolist|numpy|cpu|nonzero|unique)\(|\bif\b|\bwhile\b|\bassert\b|\b(?:int|float|bool|min|max)\("
         r"|torch\.(?:nonzero|argwhere|unique|masked_select|equal|allclose|where)\(|\.to\([^)]*cpu|mask\w*\s*\]"
@@ -135,9 +154,38 @@ class HostSyncInHotPath(Rule):
                         f"; the host built these values itself (line {known.lineno}: "
                         f"`{_short(source.segment(known))}`): use the Python values instead"
                     )
-                yield self.finding(source, read.node, message)
+                yield self._with_schedule_fix(source, read, ancestors, scope, message)
         if "scheduler.step(" in source.text:
             yield from self._scheduler_lookups(source)
+
+    def _with_schedule_fix(
+        self, source: SourceFile, read: HostRead, ancestors: Ancestors, scope: ast.AST, message: str
+    ) -> Finding:
+        """The finding, with the precomputed-schedule fix where `timestep[0].item()` provably replays."""
+        if read.kind != "item" or not isinstance(scope, STEP_LOOPS) or not is_first_element_item(read.node):
+            return self.finding(source, read.node, message)
+        replay = schedule_replay(read.node, ancestors, scope)  # type: ignore[arg-type]
+        if isinstance(replay, str):
+            return self.finding(source, read.node, message, not_fixed_reason=replay)
+        expression = (("expression", replay.expression),)
+        made = Edit(source.statement_ref(replay.anchor), "precompute_schedule", expression, inserts=True)
+        read_edit = Edit(source.ref(read.node, "Call"), "read_precomputed", (("index", replay.index),))
+        fix = self.fix(f"read `{PRECOMPUTED}[{replay.index}]`, made once before the loop", made, read_edit)
+        return self.finding(source, read.node, message, fix)
+
+    def edit_precompute_schedule(self, node: libcst.BaseStatement, expression: str) -> libcst.FlattenSentinel:
+        # Blank lines stay above the new line; the anchor's own comments (`# 8. Denoising loop`) stay on it.
+        earlier, node = inserted_before(node)
+        leading = list(node.leading_lines)
+        split = next((i for i, line in enumerate(leading) if line.comment is not None), len(leading))
+        comment = cst.EmptyLine(comment=cst.Comment(_PRECOMPUTE_COMMENT))
+        new = cst.parse_statement(f"{PRECOMPUTED} = ({expression}).tolist()\n")
+        new = new.with_changes(leading_lines=[*leading[:split], comment])
+        kept = [cst.EmptyLine(indent=False), *leading[split:]] if split < len(leading) else []
+        return cst.FlattenSentinel([*earlier, new, node.with_changes(leading_lines=kept)])
+
+    def edit_read_precomputed(self, node: libcst.Call, index: str) -> libcst.BaseExpression:
+        return cst.parse_expression(f"{PRECOMPUTED}[{index}]")
 
     def _scheduler_lookups(self, source: SourceFile) -> Iterator[Finding]:
         """A loop's scheduler calls; `resolve` keeps those whose scheduler looks its index up on every call."""

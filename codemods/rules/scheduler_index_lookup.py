@@ -13,6 +13,7 @@ from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile, dotted_name
+from codemods.statement_inserts import inserted_before
 
 if TYPE_CHECKING:
     import libcst
@@ -191,6 +192,7 @@ class SchedulerIndexLookup(Rule):
         return replace(finding, message=message, fix=fix, not_fixed_reason=None)
 
     def edit_set_begin_index(self, node: libcst.BaseStatement, calls: tuple) -> libcst.FlattenSentinel:
+        earlier, node = inserted_before(node)
         statements = []
         for expression, nullable, guarded in calls:
             call = f"{expression}.set_begin_index(0)\n"
@@ -201,7 +203,7 @@ class SchedulerIndexLookup(Rule):
             statements.append(cst.parse_statement(call))
         comments = [cst.EmptyLine(comment=cst.Comment(text)) for text in _COMMENT]
         statements[0] = statements[0].with_changes(leading_lines=[*node.leading_lines, *comments])
-        return cst.FlattenSentinel([*statements, node.with_changes(leading_lines=[])])
+        return cst.FlattenSentinel([*earlier, *statements, node.with_changes(leading_lines=[])])
 
     valid = (
         # The begin index is set (here by an img2img helper): nothing to look up.

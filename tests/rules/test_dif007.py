@@ -144,3 +144,23 @@ def test_ledits_per_step_cpu_copies_of_guidance_masks_are_reported(tmp_path: Pat
     result = run(RunOptions(paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
     reported = [lines[f.line - 1].strip() for f in result.findings if "copies a device tensor" in f.message]
     assert reported == ["self.activation_mask[i, c] = intersect_mask.detach().cpu()", "torch.where("]
+
+
+def test_the_precomputed_schedule_and_dif005s_begin_index_both_go_before_one_with(tmp_path: Path) -> None:
+    # ZImageControlNetPipeline (0.42.1): DIF005 and DIF007 each insert before the loop's `with`.
+    path = installed_copy("pipelines/z_image/pipeline_z_image_controlnet.py", tmp_path)
+    installed_copy("schedulers/scheduling_flow_match_euler_discrete.py", tmp_path)
+    options = RunOptions(paths=(tmp_path,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF005", "DIF007"), jobs=1)
+    result = run(options)
+    assert not result.errors
+    assert {f.code for f in result.findings if f.fixed} == {"DIF005", "DIF007"}
+    fixed = path.read_text()
+    loop = fixed.index("        with self.progress_bar(total=num_inference_steps) as progress_bar:")
+    made, begin = (
+        fixed.index("_precomputed_t_norms = ((1000 - timesteps) / 1000).tolist()"),
+        fixed.index("set_begin_index(0)"),
+    )
+    assert made < begin < loop
+    assert "t_norm = _precomputed_t_norms[i]" in fixed and "timestep[0].item()" not in fixed
+    run(options)
+    assert path.read_text() == fixed
