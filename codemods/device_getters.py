@@ -20,7 +20,9 @@ from dataclasses import dataclass
 
 from codemods.analysis.device_moves import changed_in_place
 from codemods.device_getter_decorator import cache_decorator, tuple_spelling
-from codemods.device_getter_sites import Site, consecutive_run, hoistable_statement, ternary_move
+from codemods.device_getter_names import device_local, getter_noun, indent_of, returns_moves, spoken, too_wide
+from codemods.device_getter_pairs import rewrite_pairs
+from codemods.device_getter_sites import Site, hoistable_statement
 from codemods.device_getter_stores import is_store, later_reads, store_edits, store_unit
 from codemods.findings import Edit, ImportRequest
 from codemods.project import TreeInfo
@@ -68,7 +70,7 @@ class _Planner:
         self.attributes = sorted(
             {s.attribute for s in sites}, key=lambda a: (init_values[a].lineno, init_values[a].col_offset)
         )
-        self.noun = _noun(self.attributes)
+        self.noun = getter_noun(self.attributes)
         self.getter = f"_get_device_{self.noun}"
         self.methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
         self.edits: list[Edit] = []
@@ -97,7 +99,7 @@ class _Planner:
     def _add_getter(self) -> tuple[ImportRequest, ...]:
         existing = self.methods.get(self.getter)
         if existing is not None:
-            if _returns_moves(existing) == self.attributes:
+            if returns_moves(existing) == self.attributes:
                 return ()  # already there (a second pass, or a hand-written one): reuse it
             raise _Declined(f"the class already defines `{self.getter}`, returning something else")
         decorator, imports = cache_decorator(self.source, self.tree)
@@ -107,10 +109,10 @@ class _Planner:
         lines = [
             f"@{decorator}",
             f"def {self.getter}(self, device: torch.device) -> {annotation}:",
-            f'    """Return {_spoken(self.attributes)} on the given device."""',
+            f'    """Return {spoken(self.attributes)} on the given device."""',
             f"    return {', '.join(f'self.{a}.to(device)' for a in self.attributes)}",
         ]
-        indent = _indent_of(self.source, self.cls.body[0])
+        indent = indent_of(self.source, self.cls.body[0])
         self._check_width(lines, indent, "the getter")
         before = "forward" if "forward" in self.methods else self.sites[0].method.name
         text = "\n".join(lines) + "\n"
@@ -134,7 +136,12 @@ class _Planner:
                 f"line {mutated.lineno} changes in place a tensor that may share storage with the moved copy; "
                 "a cached copy would keep the change"
             )
-        remaining = [s for s in sites if id(s) not in self._rewrite_pairs(sites)]
+        pairs = rewrite_pairs(self.source, sites, self.attributes, self.getter, self.tree.line_length)
+        if isinstance(pairs, str):
+            raise _Declined(pairs)
+        pair_edits, paired = pairs
+        self.edits.extend(pair_edits)
+        remaining = [s for s in sites if id(s) not in paired]
         if len(self.attributes) == 1:
             for site in remaining:
                 self._call_getter(site, None)
@@ -142,7 +149,7 @@ class _Planner:
         taken = {n.id for n in ast.walk(method) if isinstance(n, ast.Name)} | {
             a.arg for a in ast.walk(method.args) if isinstance(a, ast.arg)
         }
-        statements = [hoistable_statement(self.source, site, taken, _local(site.attribute)) for site in remaining]
+        statements = [hoistable_statement(self.source, site, taken, device_local(site.attribute)) for site in remaining]
         if any(statement is None for statement in statements):
             # One style per method: where one use cannot be hoisted, every use indexes the tuple.
             for site in remaining:
@@ -171,13 +178,13 @@ class _Planner:
             a.arg for a in ast.walk(method.args) if isinstance(a, ast.arg)
         }
         used = {read.attr for read in reads}
-        if any(_local(a) in taken for a in used):
+        if any(device_local(a) in taken for a in used):
             raise _Declined(f"`{method.name}` already uses the name the getter's result would take")
-        targets = ", ".join(_local(a) if a in used else "_" for a in self.attributes)
+        targets = ", ".join(device_local(a) if a in used else "_" for a in self.attributes)
         unpack = f"{targets} = self.{self.getter}({unit.device})"
         comment = f"# Use cached device-transferred {self.noun} instead of storing them back on the module"
-        self._check_width([unpack, comment], _indent_of(self.source, unit.statement), "the getter call")
-        locals_ = {a: _local(a) for a in used}
+        self._check_width([unpack, comment], indent_of(self.source, unit.statement), "the getter call")
+        locals_ = {a: device_local(a) for a in used}
         self.edits.extend(store_edits(self.source, unit, reads, unpack, comment, locals_))
         return list(reads)
 
@@ -195,41 +202,6 @@ class _Planner:
                         "on the device; it would read the host copy"
                     )
 
-    def _rewrite_pairs(self, sites: list[Site]) -> set[int]:
-        """`a = self.A.to(d) if d is not None else self.A` for every attribute, one statement after the other."""
-        candidates = [(s, ternary_move(s)) for s in sites]
-        candidates = [(s, statement) for s, statement in candidates if statement is not None]
-        done: set[int] = set()
-        for site, statement in candidates:
-            if id(site) in done:
-                continue
-            run = consecutive_run(self.source, statement, {id(st): s for s, st in candidates}, len(self.attributes))
-            if run is None or sorted(s.attribute for s, _ in run) != sorted(self.attributes):
-                continue
-            tests = {self.source.segment(st.value.test) for _, st in run}
-            devices = {self.source.segment(s.move.device) for s, _ in run}
-            if len(tests) != 1 or len(devices) != 1:
-                continue
-            targets = {s.attribute: st.targets[0].id for s, st in run}
-            value = (
-                f"self.{self.getter}({devices.pop()}) if {tests.pop()} "
-                f"else ({', '.join(f'self.{a}' for a in self.attributes)})"
-            )
-            assigned = f"{', '.join(targets[a] for a in self.attributes)} = "
-            indent = _indent_of(self.source, run[0][1])
-            if len(indent) + len(assigned) + len(value) <= self.tree.line_length:
-                text = f"{assigned}{value}\n"
-            else:
-                self._check_width([value], indent + "    ", "the rewritten pair")
-                text = f"{assigned}(\n    {value}\n)\n"
-            first, *rest = [st for _, st in run]
-            self.edits.append(
-                Edit(self.source.ref(first, "SimpleStatementLine"), "replace_statement", (("text", text),))
-            )
-            self.edits.extend(Edit(self.source.ref(st, "SimpleStatementLine"), "remove_statement") for st in rest)
-            done |= {id(s) for s, _ in run}
-        return done
-
     def _call_getter(self, site: Site, index: int | None) -> None:
         device = self.source.segment(site.move.device)
         replacement = f"self.{self.getter}({device})" + (f"[{index}]" if index is not None else "")
@@ -241,11 +213,11 @@ class _Planner:
         statement = next(n for n in reversed(sites[0].ancestors) if isinstance(n, ast.stmt))
         device = self.source.segment(sites[0].move.device)
         used = {s.attribute for s in sites}
-        targets = ", ".join(_local(a) if a in used else "_" for a in self.attributes)
+        targets = ", ".join(device_local(a) if a in used else "_" for a in self.attributes)
         text = f"{targets} = self.{self.getter}({device})"
         forward = "forward " if "forward" in self.methods else ""
         comment = f"# Use cached device-transferred {self.noun} to avoid CPU→GPU sync every {forward}call"
-        indent = _indent_of(self.source, statement)
+        indent = indent_of(self.source, statement)
         self._check_width([text, comment], indent, "the hoisted getter call")
         above = self.source.lines[statement.lineno - 2].strip() if statement.lineno > 1 else ""
         # A comment about the per-call copy being removed would now be wrong: the new one replaces it.
@@ -254,7 +226,7 @@ class _Planner:
         self.edits.append(Edit(self.source.ref(statement, "SimpleStatementLine"), "hoist_getter", params))
         for site in sites:
             self.edits.append(
-                Edit(self.source.ref(site.call, "Call"), "use_local", (("name", _local(site.attribute)),))
+                Edit(self.source.ref(site.call, "Call"), "use_local", (("name", device_local(site.attribute)),))
             )
 
     def _check_line_after(self, call: ast.Call, replacement: str) -> None:
@@ -269,44 +241,5 @@ class _Planner:
             )
 
     def _check_width(self, lines: list[str], indent: str, what: str) -> None:
-        if any(len(indent) + len(line) > self.tree.line_length for line in lines):
+        if too_wide(lines, indent, self.tree.line_length):
             raise _Declined(f"{what} would exceed {self.tree.line_length} characters; add it by hand")
-
-
-def _noun(attributes: list[str]) -> str:
-    """pos_freqs, neg_freqs -> freqs (the shared last word); freqs -> freqs."""
-    words = [a.strip("_").split("_") for a in attributes]
-    if len(words) == 1:
-        return "_".join(words[0])
-    suffix: list[str] = []
-    while all(len(w) > len(suffix) for w in words) and len({w[-1 - len(suffix)] for w in words}) == 1:
-        suffix.insert(0, words[0][-1 - len(suffix)])
-    return "_".join(suffix) if suffix else "tensors"
-
-
-def _spoken(attributes: list[str]) -> str:
-    return attributes[0] if len(attributes) == 1 else f"{', '.join(attributes[:-1])} and {attributes[-1]}"
-
-
-def _local(attribute: str) -> str:
-    return f"{attribute.strip('_')}_device"
-
-
-def _indent_of(source: SourceFile, node: ast.AST) -> str:
-    line = source.lines[node.lineno - 1]
-    return line[: len(line) - len(line.lstrip())]
-
-
-def _returns_moves(method: ast.AST) -> list[str] | None:
-    """`return self.a.to(device), self.b.to(device)` -> ["a", "b"]."""
-    body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
-        return None
-    values = body[0].value.elts if isinstance(body[0].value, ast.Tuple) else [body[0].value]
-    names = []
-    for value in values:
-        name = dotted_name(value.func) if isinstance(value, ast.Call) else None
-        if not name or not name.startswith("self.") or not name.endswith(".to") or name.count(".") != 2:
-            return None
-        names.append(name.split(".")[1])
-    return names

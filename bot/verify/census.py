@@ -38,13 +38,8 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from bot.verify import statement_sites
 from bot.verify.census_result import CensusEvent, CensusResult, summarize
-from bot.verify.emulated_device import (
-    COPY_OPS,
-    INDEXING_OPS,
-    EmulatedTensor,
-    install_emulated_device,
-    observe_device_ops,
-)
+from bot.verify.emulated_device import install_emulated_device
+from bot.verify.emulated_tensor import COPY_OPS, INDEXING_OPS, EmulatedTensor, observe_device_ops
 
 if TYPE_CHECKING:
     from typing import Self  # Python 3.11+; annotations are postponed, so 3.10 never imports it

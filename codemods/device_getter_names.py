@@ -1,0 +1,55 @@
+"""The names and layout of what DIF001 writes: the getter's noun, its locals, indentation and width.
+
+`codemods.device_getters` plans the rewrite; this module spells its pieces and recognizes a getter
+that is already there.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from codemods.source import SourceFile, dotted_name
+
+
+def getter_noun(attributes: list[str]) -> str:
+    """pos_freqs, neg_freqs -> freqs (the shared last word); freqs -> freqs."""
+    words = [a.strip("_").split("_") for a in attributes]
+    if len(words) == 1:
+        return "_".join(words[0])
+    suffix: list[str] = []
+    while all(len(w) > len(suffix) for w in words) and len({w[-1 - len(suffix)] for w in words}) == 1:
+        suffix.insert(0, words[0][-1 - len(suffix)])
+    return "_".join(suffix) if suffix else "tensors"
+
+
+def spoken(attributes: list[str]) -> str:
+    return attributes[0] if len(attributes) == 1 else f"{', '.join(attributes[:-1])} and {attributes[-1]}"
+
+
+def device_local(attribute: str) -> str:
+    """The local that holds an attribute's device copy: `_pos_freqs` -> `pos_freqs_device`."""
+    return f"{attribute.strip('_')}_device"
+
+
+def indent_of(source: SourceFile, node: ast.AST) -> str:
+    line = source.lines[node.lineno - 1]
+    return line[: len(line) - len(line.lstrip())]
+
+
+def too_wide(lines: list[str], indent: str, line_length: int) -> bool:
+    return any(len(indent) + len(line) > line_length for line in lines)
+
+
+def returns_moves(method: ast.AST) -> list[str] | None:
+    """`return self.a.to(device), self.b.to(device)` -> ["a", "b"]."""
+    body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return None
+    values = body[0].value.elts if isinstance(body[0].value, ast.Tuple) else [body[0].value]
+    names = []
+    for value in values:
+        name = dotted_name(value.func) if isinstance(value, ast.Call) else None
+        if not name or not name.startswith("self.") or not name.endswith(".to") or name.count(".") != 2:
+            return None
+        names.append(name.split(".")[1])
+    return names
