@@ -5,7 +5,9 @@ import re
 from collections.abc import Iterator
 
 from codemods.analysis.attributes import class_attributes, module_lineage
+from codemods.analysis.constant_tensors import constant_tensor
 from codemods.analysis.device_moves import DeviceMove, device_move
+from codemods.analysis.enclosing import method_owner, module_functions
 from codemods.analysis.hot_paths import hot_paths
 from codemods.analysis.tensor_lists import constant_list_moves, listed_attribute
 from codemods.device_getter_edits import DeviceGetterEdits
@@ -16,9 +18,7 @@ from codemods.device_getters import GetterPlan, plan_getter
 from codemods.findings import Finding, FixSafety
 from codemods.project import TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import Ancestors, SourceFile, dotted_name, self_attribute
-
-_TENSOR_FACTORIES = {"torch.tensor", "torch.Tensor", "torch.as_tensor"}
+from codemods.source import SourceFile, self_attribute
 
 
 class ConstantDeviceCopy(DeviceGetterEdits, Rule):
@@ -106,7 +106,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
             if move is None:
                 continue
             attribute = self_attribute(node.func.value)
-            owner = _method_owner(ancestors)
+            owner = method_owner(ancestors)
             listed = listed_attribute(node.func.value)
             if listed is not None and owner is not None and hot.is_hot(ancestors, node):
                 site = Site(node, listed, move, ancestors, owner[1], True)
@@ -116,7 +116,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
                 sites.setdefault(cls, []).append(
                     Site(node, attribute, move, ancestors, method, hot.is_hot(ancestors, node))
                 )
-            elif attribute is None and _constant_tensor(node.func.value) and hot.is_hot(ancestors, node):
+            elif attribute is None and constant_tensor(node.func.value) and hot.is_hot(ancestors, node):
                 yield self.finding(
                     source,
                     node,
@@ -134,7 +134,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
         self, source: SourceFile, cls: ast.ClassDef, sites: list[Site], classes: dict[str, ast.ClassDef]
     ) -> Iterator[Finding]:
         """`self.freqs_cis[i].to(device)` of a constant list of tables (Lumina2's RoPE): reported, not fixed."""
-        functions = source.memo("module_functions", lambda: _module_functions(source.tree))
+        functions = source.memo("module_functions", lambda: module_functions(source.tree))
         for site in constant_list_moves(source, cls, sites, classes, functions):
             attribute = site.attribute
             yield self.finding(
@@ -152,7 +152,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
         lineage = module_lineage(cls, classes)
         if lineage is None:  # not provably an nn.Module, or a base elsewhere may register these names
             return
-        functions = source.memo("module_functions", lambda: _module_functions(source.tree))
+        functions = source.memo("module_functions", lambda: module_functions(source.tree))
         attributes = [
             source.memo(f"class_attributes:{id(c)}", lambda c=c: class_attributes(c, functions, source))
             for c in lineage
@@ -266,40 +266,6 @@ def _why_not(attribute: str, move: DeviceMove, changed_at: int | None) -> str | 
     if move.options:
         return f"the call passes `{'`, `'.join(move.options)}`; only plain device moves are cached"
     return None
-
-
-def _method_owner(ancestors: Ancestors) -> tuple[ast.ClassDef, ast.FunctionDef] | None:
-    """The innermost class whose method (taking `self`) holds the node."""
-    for position in range(len(ancestors) - 2, -1, -1):
-        cls, method = ancestors[position], ancestors[position + 1]
-        if isinstance(cls, ast.ClassDef) and isinstance(method, ast.FunctionDef):
-            arguments = method.args.posonlyargs + method.args.args
-            return (cls, method) if arguments and arguments[0].arg == "self" else None
-    return None
-
-
-def _module_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
-    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-
-
-def _constant_tensor(node: ast.expr) -> bool:
-    """`torch.tensor(<literal or config value>)`, possibly followed by `.view(...)`-like calls."""
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        if dotted_name(node.func) in _TENSOR_FACTORIES:
-            return bool(node.args) and _is_constant(node.args[0])
-        node = node.func.value
-    return False
-
-
-def _is_constant(node: ast.expr) -> bool:
-    """A number, a list of numbers, or a value read from a config (`self.vae.config.latents_mean`)."""
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, int | float | complex) and not isinstance(node.value, bool)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return _is_constant(node.operand)
-    if isinstance(node, ast.List | ast.Tuple):
-        return bool(node.elts) and all(_is_constant(e) for e in node.elts)
-    return "config" in (dotted_name(node) or "").split(".")[:-1]
 
 
 def _short(source: SourceFile, node: ast.expr) -> str:

@@ -6,6 +6,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from codemods.analysis.class_places import places_at
+from codemods.analysis.factory_moves import (
+    device_values,
+    is_empty_data,
+    is_move,
+    move_target,
+    moved_by,
+    why_no_device_fix,
+)
 from codemods.analysis.host_factories import (
     EXACT_FACTORIES,
     FROM_DATA,
@@ -18,7 +26,6 @@ from codemods.analysis.host_factories import (
     host_factory,
     keyword,
 )
-from codemods.analysis.host_reads import host_reads
 from codemods.analysis.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.model_call_loops import host_data_per_denoiser_pass
 from codemods.analysis.place import Place
@@ -93,7 +100,7 @@ class HostValueRebuilt(Rule):
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         hot = hot_paths(source)
         for node, ancestors in source.walk_lines(source.lines_matching(self.trigger, within=hot.ranges)):
-            if _is_move(node):
+            if is_move(node):
                 finding = self._moved_host_value(source, node, ancestors, hot)
                 if finding is not None:
                     yield finding
@@ -145,11 +152,11 @@ class HostValueRebuilt(Rule):
     def _finding(self, source, tree, call, ancestors, factory, places: FunctionPlaces, scope) -> Finding | None:
         when = "every denoising step" if isinstance(scope, STEP_LOOPS) else f"every call of `{scope.name}`"
         text = _short(source.segment(call))
-        moved = _moved_by(call, ancestors, places)
+        moved = moved_by(call, ancestors, places)
         device = keyword(call, "device")
         on_device = device is not None and places.device_place(device) is Place.DEVICE
         if factory in FROM_DATA:
-            read = _device_values(call, places)
+            read = device_values(call, places)
             if read is not None:
                 return self.finding(
                     source, call,
@@ -157,7 +164,7 @@ class HostValueRebuilt(Rule):
                     f"out again, {when}; use `{_short(source.segment(read))}.expand(...)`/`.repeat(...)` "
                     "or `torch.stack`, which stay on the device",
                 )  # fmt: skip
-            if not (on_device or moved is not None) or not call.args or _is_empty(call.args[0]):
+            if not (on_device or moved is not None) or not call.args or is_empty_data(call.args[0]):
                 return None
             if places.place(call.args[0]).is_tensor:
                 return None  # a tensor already: `torch.as_tensor(x, device=...)` of a device tensor copies nothing
@@ -170,12 +177,12 @@ class HostValueRebuilt(Rule):
             return None
         if moved is None:
             return self._met_on_device(source, tree, call, ancestors, factory, places, when)
-        target = _move_target(moved)
+        target = move_target(moved)
         message = (
             f"`{text}` is created on the host and copied to the device {when}; "
             f"create it there: `device={_short(source.segment(target)) if target is not None else '...'}`"
         )
-        blocker = _why_no_fix(moved, target, factory)
+        blocker = why_no_device_fix(moved, target, factory)
         if blocker is not None:
             return self.finding(source, moved, message, not_fixed_reason=blocker)
         device = source.segment(target)
@@ -275,59 +282,6 @@ class HostValueRebuilt(Rule):
             "            guidance = torch.tensor([3.5], device=device)\n"
         ),
     )
-
-
-def _is_move(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
-
-
-def _moved_by(call: ast.Call, ancestors: Ancestors, places: FunctionPlaces) -> ast.Call | None:
-    """`call.to(<device>)`, when `call` is the receiver of a `.to` that lands on the device."""
-    parent = ancestors[-1] if ancestors else None
-    outer = ancestors[-2] if len(ancestors) >= 2 else None
-    if (
-        isinstance(parent, ast.Attribute)
-        and parent.value is call
-        and parent.attr == "to"
-        and isinstance(outer, ast.Call)
-        and outer.func is parent
-        and places.place(outer) is Place.DEVICE
-    ):
-        return outer
-    return None
-
-
-def _move_target(moved: ast.Call) -> ast.expr | None:
-    device = keyword(moved, "device")
-    if device is not None:
-        return device
-    return moved.args[0] if moved.args else None
-
-
-def _why_no_fix(moved: ast.Call, target: ast.expr | None, factory: str) -> str | None:
-    extra = len(moved.args) + len(moved.keywords) - 1
-    if target is None or extra:
-        return "the `.to()` also changes the dtype or other options; create the tensor with `device=` by hand"
-    if target in moved.args and not (
-        isinstance(target, ast.Attribute)
-        and target.attr in ("device", "_execution_device")
-        or isinstance(target, ast.Name)
-        and "device" in target.id
-    ):
-        return "the `.to()` argument may be a dtype or a tensor as well as a device"
-    return None
-
-
-def _device_values(call: ast.Call, places: FunctionPlaces) -> ast.expr | None:
-    """A device tensor among the Python values handed to `torch.tensor` (`[t] * n`)."""
-    for read in host_reads(call):
-        if read.kind == "tensor" and places.is_device(read.operand):
-            return read.operand
-    return None
-
-
-def _is_empty(data: ast.expr) -> bool:
-    return isinstance(data, ast.List | ast.Tuple) and not data.elts
 
 
 def _short(text: str) -> str:
