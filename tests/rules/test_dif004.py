@@ -53,7 +53,7 @@ def test_an_unknown_opt_in_is_a_configuration_error(tmp_path: Path) -> None:
     path = installed_copy(AUTOENCODER, tmp_path)
     _opt_in(tmp_path, "DIF004-models")
 
-    with pytest.raises(ConfigError, match=r"^unknown opt-in: DIF004-models \(known: DIF004-self-calls\)$"):
+    with pytest.raises(ConfigError, match=r"^unknown opt-in: DIF004-models \(known: DIF003-turned-on-tests, DIF004-self-calls\)$"):
         _run(path)
 
 
