@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from codemods.analysis.begin_index import begin_index_anchor, begin_index_set
 from codemods.analysis.first_step import iterated_schedule, step_blocker
 from codemods.analysis.scheduler_lookups import index_lookups, merged
 from codemods.analysis.stepped_schedulers import STEP_CALL, SteppedScheduler, scheduler_loops, tested_schedulers
@@ -12,7 +13,7 @@ from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import SourceFile, dotted_name
+from codemods.source import SourceFile
 from codemods.statement_inserts import inserted_before
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ class SchedulerIndexLookup(Rule):
         for found in scheduler_loops(source):
             if id(found.owner) not in handled_by_class:
                 handled_by_class[id(found.owner)] = (
-                    _begin_index_set(found.owner) if "set_begin_index" in source.text else set()
+                    begin_index_set(found.owner) if "set_begin_index" in source.text else set()
                 )
             handled = handled_by_class[id(found.owner)]
             schedulers = [s for s in found.schedulers if handled is not None and s.expression not in handled]
@@ -139,7 +140,7 @@ class SchedulerIndexLookup(Rule):
         others: frozenset[str],
     ) -> Finding:
         owner, blocker = iterated_schedule(method, loop)
-        anchor = _anchor(method, loop)
+        anchor = begin_index_anchor(method, loop)
         if blocker is None and anchor is None:
             blocker = "the loop is not a statement of the method's own block; set the begin index by hand"
         blockers = {
@@ -275,48 +276,3 @@ def _message(lookups: dict[str, list[str]], blockers: dict[str, str | None]) -> 
 
 def _names(classes: list[str]) -> str:
     return ", ".join(classes) if len(classes) <= 3 else f"{', '.join(classes[:3])} and {len(classes) - 3} more"
-
-
-def _begin_index_set(cls: ast.ClassDef) -> set[str] | None:
-    """The schedulers whose begin index the class sets itself; None when it sets one it does not name
-    (`scheduler.set_begin_index(...)` on a helper's parameter, which may be any of them)."""
-    handled: set[str] = set()
-    parameters = {a.arg for n in ast.walk(cls) if isinstance(n, ast.arguments) for a in (*n.args, *n.kwonlyargs)}
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_begin_index":
-            receiver = dotted_name(node.func.value)
-            if receiver is None or receiver in parameters:
-                return None
-            handled.add(receiver)
-    return handled
-
-
-def _anchor(method, loop: ast.For) -> ast.stmt | None:
-    """The statement to insert before: the loop, or the `with self.progress_bar(...)` that holds it, where
-    what the `with` runs before the loop leaves the schedulers alone (CogVideoX-Fun sets
-    `old_pred_original_sample = None` there): diffusers sets the begin index before the `with`."""
-    for node in ast.walk(method):
-        for block in _blocks(node):
-            for statement in block:
-                if statement is loop:
-                    return statement
-                if isinstance(statement, ast.With | ast.AsyncWith) and loop in statement.body:
-                    before = statement.body[: statement.body.index(loop)]
-                    return statement if not any(map(_touches_a_scheduler, before)) else loop
-    return None
-
-
-def _touches_a_scheduler(statement: ast.stmt) -> bool:
-    return any(
-        "scheduler" in (node.id if isinstance(node, ast.Name) else node.attr)
-        for node in ast.walk(statement)
-        if isinstance(node, ast.Name | ast.Attribute)
-    )
-
-
-def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
-    return [
-        getattr(node, field)
-        for field in ("body", "orelse", "finalbody")
-        if isinstance(getattr(node, field, None), list)
-    ]
