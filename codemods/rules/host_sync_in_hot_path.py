@@ -7,9 +7,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codemods.analysis.class_places import places_at
+from codemods.analysis.host_built import VALUE_READS, fill_value, host_built
 from codemods.analysis.host_reads import HostRead, host_reads
 from codemods.analysis.hot_paths import STEP_LOOPS, hot_paths
-from codemods.analysis.placement import FunctionPlaces
 from codemods.analysis.precomputed_schedule import PRECOMPUTED, is_first_element_item, schedule_replay
 from codemods.analysis.scheduler_lookups import every_call_lookup
 from codemods.analysis.stepped_schedulers import scheduler_loops
@@ -17,7 +17,7 @@ from codemods.findings import Edit, Finding, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import Ancestors, SourceFile, dotted_name
+from codemods.source import Ancestors, SourceFile
 from codemods.statement_inserts import inserted_before
 
 if TYPE_CHECKING:
@@ -105,7 +105,12 @@ class HostSyncInHotPath(Rule):
     or `timesteps` in place, anything else makes `timestep`, `timesteps` is rebound between the new
     line and the loop, or the name is taken. It assumes (as for every diffusers scheduler) a 1-D
     schedule that nothing called in the loop writes into; an empty batch no longer raises there.
-    Every other read: no fix, as each remedy (a CPU copy, `torch.where`, moving the read out of
+    Safe too: `x.max().item()` (or `.min()`) of `x = torch.full(size, n, dtype=<integer dtype>)`,
+    with `n` an `int`-annotated parameter that the function never rebinds and nothing writing into
+    `x` (no store, in-place method, or call other than a torch function without `out=`), becomes
+    `n` (the varlen attention helpers' query lengths; 0.42.1 made that change by hand). The filled
+    tensor is still built, so what `torch.full` rejects still raises; a `size` with no elements no
+    longer does at the read. Every other read: no fix, as each remedy (a CPU copy, `torch.where`, moving the read out of
     the loop) changes the code's structure; the message says what syncs and the usual way out.
 
     ## Evidence
@@ -148,13 +153,17 @@ class HostSyncInHotPath(Rule):
                     continue
                 seen.add(key)
                 message = _message(source, read, scope)
-                known = _host_built(read, places) if read.kind in _VALUE_READS else None
+                known = host_built(read, places) if read.kind in VALUE_READS else None
+                filled = fill_value(read, known, places) if known is not None else None
                 if known is not None:
                     message += (
                         f"; the host built these values itself (line {known.lineno}: "
                         f"`{_short(source.segment(known))}`): use the Python values instead"
                     )
-                yield self._with_schedule_fix(source, read, ancestors, scope, message)
+                if filled is not None:
+                    yield self._with_fill_fix(source, read, filled, message)
+                else:
+                    yield self._with_schedule_fix(source, read, ancestors, scope, message)
         if "scheduler.step(" in source.text:
             yield from self._scheduler_lookups(source)
 
@@ -172,6 +181,17 @@ class HostSyncInHotPath(Rule):
         read_edit = Edit(source.ref(read.node, "Call"), "read_precomputed", (("index", replay.index),))
         fix = self.fix(f"read `{PRECOMPUTED}[{replay.index}]`, made once before the loop", made, read_edit)
         return self.finding(source, read.node, message, fix)
+
+    def _with_fill_fix(self, source: SourceFile, read: HostRead, filled: ast.Name | str, message: str) -> Finding:
+        """`x.max().item()` of `x = torch.full(size, n, dtype=<int>)`: the finding, with the fix that reads `n`."""
+        if isinstance(filled, str):
+            return self.finding(source, read.node, message, not_fixed_reason=filled)
+        edit = Edit(source.ref(read.node, "Call"), "read_fill_value", (("name", filled.id),))
+        fix = self.fix(f"read `{filled.id}`, the value it was filled with", edit)
+        return self.finding(source, read.node, message, fix)
+
+    def edit_read_fill_value(self, node: libcst.Call, name: str) -> libcst.BaseExpression:
+        return cst.Name(name)
 
     def edit_precompute_schedule(self, node: libcst.BaseStatement, expression: str) -> libcst.FlattenSentinel:
         # Blank lines stay above the new line; the anchor's own comments (`# 8. Denoising loop`) stay on it.
@@ -256,28 +276,6 @@ class HostSyncInHotPath(Rule):
             "        return x.max().item()\n"
         ),
     )
-
-
-# Reads that bring a value back: where the host made the tensor from its own numbers, it already had them.
-_VALUE_READS = {"item", "tolist", "int", "float"}
-_FROM_HOST_VALUES = {"torch.tensor", "torch.as_tensor", "torch.full", "torch.LongTensor", "torch.IntTensor"}
-
-
-def _host_built(read: HostRead, places: FunctionPlaces) -> ast.Call | None:
-    """`lens = torch.tensor([t.shape[0] for t in xs], device=d)` ... `lens.max().item()`: the call that built it."""
-    root = read.operand
-    while isinstance(root, ast.Call | ast.Attribute | ast.Subscript):
-        root = root.func if isinstance(root, ast.Call) else root.value
-    if not isinstance(root, ast.Name):
-        return None
-    bindings = places.bindings.reaching(root.id, root)
-    values = [b.value for b in bindings if b.kind == "value"]
-    if not values or len(values) != len(bindings):
-        return None
-    built = [v for v in values if isinstance(v, ast.Call) and dotted_name(v.func) in _FROM_HOST_VALUES]
-    if len(built) != len(values) or any(places.place(v.args[0]).is_tensor for v in built if v.args):
-        return None  # some path may hold device data
-    return built[0]
 
 
 def _message(source: SourceFile, read: HostRead, scope: ast.AST) -> str:

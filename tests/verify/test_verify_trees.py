@@ -119,3 +119,21 @@ def test_dif004_removes_the_output_objects_outside_pipelines_and_models(
     assert (result.before["outputs"], result.after["outputs"]) == (outputs_before, 0.0)
     assert len(result.rewrites) == rewrites
     assert result.parity["exact"]
+
+
+def test_dif007_reads_the_query_length_instead_of_the_max_of_its_filled_tensor(tmp_path: Path) -> None:
+    # 0.42.1 with the varlen helper as main (58eb52c080) still has it: the max of the filled query lengths.
+    package = _copy_installed(tmp_path / "tree")
+    dispatch = package / "models/attention_dispatch.py"
+    fixed_by_hand = "    return (seqlens_q, seqlens_k), (cu_seqlens_q, cu_seqlens_k), (seq_len_q, max_seqlen_k)\n"
+    as_on_main = (
+        "    max_seqlen_q = seqlens_q.max().item()\n"
+        "    return (seqlens_q, seqlens_k), (cu_seqlens_q, cu_seqlens_k), (max_seqlen_q, max_seqlen_k)\n"
+    )
+    assert dispatch.read_text().count(fixed_by_hand) == 1
+    dispatch.write_text(dispatch.read_text().replace(fixed_by_hand, as_on_main))
+    report = verify(package, select=("DIF007",), paths=(dispatch,), work_dir=tmp_path / "work")
+    result = _target(report, "prepare_for_flash_attn_or_sage_varlen_with_mask")
+    assert (result.verdict, result.unit, len(result.rewrites)) == ("verified", "forward", 1)
+    assert (result.before["sync"], result.after["sync"]) == (2.0, 1.0)
+    assert result.parity["exact"]

@@ -26,7 +26,17 @@ Builder = Callable[["torch.device"], "Workload"]
 
 KINDS = ("model", "module", "scheduler", "pipeline", "function")
 
-_SPEC_MODULES = ("models", "transformers", "rope", "autoencoders", "schedulers", "pipelines", "rl", "training")
+_SPEC_MODULES = (
+    "models",
+    "transformers",
+    "rope",
+    "attention",
+    "autoencoders",
+    "schedulers",
+    "pipelines",
+    "rl",
+    "training",
+)
 
 
 @dataclass(frozen=True)
