@@ -71,6 +71,8 @@ def call_place(places: FunctionPlaces, call: ast.Call) -> Place:
         return places.device_place(device) if device is not None else Place.HOST
     if places.place(func) is Place.MODULE or _submodule_call(places, func):
         return Place.DEVICE  # a model's (or a component's) output
+    if _callback_replacement(places, call):
+        return places.place(call.args[1])
     if isinstance(func, ast.Attribute):
         receiver = places.place(func.value)
         if receiver.is_tensor:
@@ -102,6 +104,22 @@ def _submodule_call(places: FunctionPlaces, func: ast.expr) -> bool:
     if cls is None or not cls.is_module or not isinstance(func, ast.Attribute) or dotted_name(func.value) != "self":
         return False
     return func.attr not in cls.methods and cls.attribute_place(func.attr) in (Place.UNKNOWN, Place.MODULE)
+
+
+def _callback_replacement(places: FunctionPlaces, call: ast.Call) -> bool:
+    """`latents = callback_outputs.pop("latents", latents)` after `callback_outputs = callback_on_step_end(...)`:
+    the step-end callback hands back the loop's own tensors, changed or not, for the next model call to take,
+    so the value lives where the default does."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "pop" and len(call.args) == 2 and not call.keywords):
+        return False
+    if not isinstance(func.value, ast.Name):
+        return False
+    bindings = places.bindings.reaching(func.value.id, func.value)
+    return bool(bindings) and all(
+        b.kind == "value" and isinstance(b.value, ast.Call) and dotted_name(b.value.func) == "callback_on_step_end"
+        for b in bindings
+    )
 
 
 def _torch_call_place(places: FunctionPlaces, call: ast.Call, name: str) -> Place:
