@@ -73,6 +73,9 @@ def call_place(places: FunctionPlaces, call: ast.Call) -> Place:
         return Place.DEVICE  # a model's (or a component's) output
     if _callback_replacement(places, call):
         return places.place(call.args[1])
+    own = _own_method(places, func)
+    if own is not None:
+        return _own_method_call_place(places, call, own)
     if isinstance(func, ast.Attribute):
         receiver = places.place(func.value)
         if receiver.is_tensor:
@@ -104,6 +107,24 @@ def _submodule_call(places: FunctionPlaces, func: ast.expr) -> bool:
     if cls is None or not cls.is_module or not isinstance(func, ast.Attribute) or dotted_name(func.value) != "self":
         return False
     return func.attr not in cls.methods and cls.attribute_place(func.attr) in (Place.UNKNOWN, Place.MODULE)
+
+
+def _own_method(places: FunctionPlaces, func: ast.expr) -> str | None:
+    """`self.m` or `<ThisClass>.m` (a static method called by its class's name), `m` a method of the class."""
+    cls = places.cls
+    if cls is None or not isinstance(func, ast.Attribute) or func.attr not in cls.methods:
+        return None
+    owner = dotted_name(func.value)
+    return func.attr if owner in ("self", cls.cls.name) else None
+
+
+def _own_method_call_place(places: FunctionPlaces, call: ast.Call, method: str) -> Place:
+    """A method of the same class handed device tensors (and no CPU ones): on the device where every return of
+    it is, worked out as for any method (BlockRefinementScheduler's `_top_k_filtering(logits, ...)`)."""
+    arguments = [places.place(a) for a in (*call.args, *(k.value for k in call.keywords))]
+    if Place.DEVICE not in arguments or any(p in (Place.HOST, Place.TENSOR) for p in arguments):
+        return Place.UNKNOWN
+    return places.cls.returned_place(method)  # type: ignore[union-attr]
 
 
 def _callback_replacement(places: FunctionPlaces, call: ast.Call) -> bool:
