@@ -120,11 +120,13 @@ def _own_method(places: FunctionPlaces, func: ast.expr) -> str | None:
 
 def _own_method_call_place(places: FunctionPlaces, call: ast.Call, method: str) -> Place:
     """A method of the same class handed device tensors (and no CPU ones): on the device where every return of
-    it is, worked out as for any method (BlockRefinementScheduler's `_top_k_filtering(logits, ...)`)."""
+    it is, worked out as for any method (BlockRefinementScheduler's `_top_k_filtering(logits, ...)`); on the
+    host where every return builds a CPU tensor (its `get_num_transfer_tokens(block_length, steps)`)."""
     arguments = [places.place(a) for a in (*call.args, *(k.value for k in call.keywords))]
-    if Place.DEVICE not in arguments or any(p in (Place.HOST, Place.TENSOR) for p in arguments):
+    if any(p in (Place.HOST, Place.TENSOR) for p in arguments):
         return Place.UNKNOWN
-    return places.cls.returned_place(method)  # type: ignore[union-attr]
+    returned = places.cls.returned_place(method)  # type: ignore[union-attr]
+    return returned if returned is Place.HOST or Place.DEVICE in arguments else Place.UNKNOWN
 
 
 def _callback_replacement(places: FunctionPlaces, call: ast.Call) -> bool:

@@ -124,7 +124,7 @@ class ClassPlaces:
         return found if found not in (None, Place.PENDING) else Place.UNKNOWN
 
     def returned_place(self, method_name: str) -> Place:
-        """Where `self.<method_name>(...)`'s result lives: DEVICE where every `return` gives a device value."""
+        """Where `self.<method_name>(...)`'s result lives: DEVICE (HOST) where every `return` gives a device (CPU) tensor."""
         return self._returned(method_name, None)
 
     def returned_item_place(self, method_name: str, position: int) -> Place:
@@ -155,6 +155,8 @@ class ClassPlaces:
         places = self.function(method)
         found = {places.place(value) for value in values}
         self._returning.discard(key)
+        if position is None and found == {Place.HOST}:
+            return Place.HOST  # `get_num_transfer_tokens`: built on the CPU whatever it is handed
         return Place.DEVICE if found == {Place.DEVICE} else Place.UNKNOWN
 
     def may_exit_on_device(self, method: Function, name: str) -> bool:
