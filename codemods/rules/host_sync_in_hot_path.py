@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from codemods.analysis.class_places import places_at
 from codemods.analysis.host_reads import HostRead, host_reads
 from codemods.analysis.hot_paths import STEP_LOOPS, hot_paths
+from codemods.analysis.mask_guards import empty_mask_guard
 from codemods.analysis.placement import FunctionPlaces
 from codemods.analysis.precomputed_schedule import PRECOMPUTED, is_first_element_item, schedule_replay
 from codemods.analysis.scheduler_lookups import every_call_lookup
@@ -148,6 +149,7 @@ class HostSyncInHotPath(Rule):
                     continue
                 seen.add(key)
                 message = _message(source, read, scope)
+                message += empty_mask_guard(source, node, read.node, places) or ""
                 known = _host_built(read, places) if read.kind in _VALUE_READS else None
                 if known is not None:
                     message += (
