@@ -71,6 +71,11 @@ def call_place(places: FunctionPlaces, call: ast.Call) -> Place:
         return places.device_place(device) if device is not None else Place.HOST
     if places.place(func) is Place.MODULE or _submodule_call(places, func):
         return Place.DEVICE  # a model's (or a component's) output
+    if _callback_replacement(places, call):
+        return places.place(call.args[1])
+    own = _own_method(places, func)
+    if own is not None:
+        return _own_method_call_place(places, call, own)
     if isinstance(func, ast.Attribute):
         receiver = places.place(func.value)
         if receiver.is_tensor:
@@ -102,6 +107,42 @@ def _submodule_call(places: FunctionPlaces, func: ast.expr) -> bool:
     if cls is None or not cls.is_module or not isinstance(func, ast.Attribute) or dotted_name(func.value) != "self":
         return False
     return func.attr not in cls.methods and cls.attribute_place(func.attr) in (Place.UNKNOWN, Place.MODULE)
+
+
+def _own_method(places: FunctionPlaces, func: ast.expr) -> str | None:
+    """`self.m` or `<ThisClass>.m` (a static method called by its class's name), `m` a method of the class."""
+    cls = places.cls
+    if cls is None or not isinstance(func, ast.Attribute) or func.attr not in cls.methods:
+        return None
+    owner = dotted_name(func.value)
+    return func.attr if owner in ("self", cls.cls.name) else None
+
+
+def _own_method_call_place(places: FunctionPlaces, call: ast.Call, method: str) -> Place:
+    """A method of the same class handed device tensors (and no CPU ones): on the device where every return of
+    it is, worked out as for any method (BlockRefinementScheduler's `_top_k_filtering(logits, ...)`); on the
+    host where every return builds a CPU tensor (its `get_num_transfer_tokens(block_length, steps)`)."""
+    arguments = [places.place(a) for a in (*call.args, *(k.value for k in call.keywords))]
+    if any(p in (Place.HOST, Place.TENSOR) for p in arguments):
+        return Place.UNKNOWN
+    returned = places.cls.returned_place(method)  # type: ignore[union-attr]
+    return returned if returned is Place.HOST or Place.DEVICE in arguments else Place.UNKNOWN
+
+
+def _callback_replacement(places: FunctionPlaces, call: ast.Call) -> bool:
+    """`latents = callback_outputs.pop("latents", latents)` after `callback_outputs = callback_on_step_end(...)`:
+    the step-end callback hands back the loop's own tensors, changed or not, for the next model call to take,
+    so the value lives where the default does."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "pop" and len(call.args) == 2 and not call.keywords):
+        return False
+    if not isinstance(func.value, ast.Name):
+        return False
+    bindings = places.bindings.reaching(func.value.id, func.value)
+    return bool(bindings) and all(
+        b.kind == "value" and isinstance(b.value, ast.Call) and dotted_name(b.value.func) == "callback_on_step_end"
+        for b in bindings
+    )
 
 
 def _torch_call_place(places: FunctionPlaces, call: ast.Call, name: str) -> Place:

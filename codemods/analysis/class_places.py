@@ -123,25 +123,40 @@ class ClassPlaces:
                 found = join(found, self.exit_place(method, name))
         return found if found not in (None, Place.PENDING) else Place.UNKNOWN
 
+    def returned_place(self, method_name: str) -> Place:
+        """Where `self.<method_name>(...)`'s result lives: DEVICE (HOST) where every `return` gives a device (CPU) tensor."""
+        return self._returned(method_name, None)
+
     def returned_item_place(self, method_name: str, position: int) -> Place:
         """Where item `position` of `self.<method_name>(...)`'s result lives, when every return is a tuple
         display (`return latents, target_mask, shapes`): DEVICE where each return's item is, else UNKNOWN."""
+        return self._returned(method_name, position)
+
+    def _returned(self, method_name: str, position: int | None) -> Place:
         method = self.methods.get(method_name)
-        key = (method_name, position)
+        key = (method_name, -1 if position is None else position)
         if method is None or key in self._returning:
             return Place.UNKNOWN
         returns = [s.value for s in statements(method.body) if isinstance(s, ast.Return)]
-        if not returns or not all(
+        if position is None:
+            values = [value for value in returns if value is not None]
+        elif all(
             isinstance(value, ast.Tuple)
             and len(value.elts) > position
             and not any(isinstance(e, ast.Starred) for e in value.elts[: position + 1])
             for value in returns
         ):
+            values = [value.elts[position] for value in returns]  # type: ignore[union-attr]
+        else:
+            return Place.UNKNOWN
+        if not values or len(values) != len(returns):
             return Place.UNKNOWN
         self._returning.add(key)
         places = self.function(method)
-        found = {places.place(value.elts[position]) for value in returns}  # type: ignore[union-attr]
+        found = {places.place(value) for value in values}
         self._returning.discard(key)
+        if position is None and found == {Place.HOST}:
+            return Place.HOST  # `get_num_transfer_tokens`: built on the CPU whatever it is handed
         return Place.DEVICE if found == {Place.DEVICE} else Place.UNKNOWN
 
     def may_exit_on_device(self, method: Function, name: str) -> bool:

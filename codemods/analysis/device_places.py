@@ -37,7 +37,30 @@ def device_place(places: FunctionPlaces, device: ast.expr) -> Place:
         return Place.UNKNOWN
     if isinstance(device, ast.Name):
         return _device_name_place(places, device)
+    given = _given_device(device)
+    if given is not None:
+        return device_place(places, given)
     return Place.UNKNOWN
+
+
+def _given_device(device: ast.expr) -> ast.expr | None:
+    """`device if device is not None else "cpu"`: the device the caller passed. A CUDA run passes one
+    (LLaDA2 calls the scheduler's `set_timesteps(..., device=device)`), as for a bare `device` parameter."""
+    if not isinstance(device, ast.IfExp) or not isinstance(device.test, ast.Compare):
+        return None
+    test = device.test
+    if len(test.ops) != 1 or not (isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+        return None
+    given = (
+        device.body
+        if isinstance(test.ops[0], ast.IsNot)
+        else device.orelse
+        if isinstance(test.ops[0], ast.Is)
+        else None
+    )
+    if given is None or ast.dump(given) != ast.dump(test.left):
+        return None
+    return given
 
 
 def _unannotated_input(places: FunctionPlaces, owner: ast.expr) -> bool:

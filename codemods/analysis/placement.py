@@ -25,6 +25,7 @@ from codemods.analysis.bindings import FunctionBindings
 from codemods.analysis.call_places import call_place, splits
 from codemods.analysis.device_places import device_place, may_be_on_device, set_timesteps_place
 from codemods.analysis.hot_paths import is_other_backend_test
+from codemods.analysis.loop_arguments import is_scheduler_step
 from codemods.analysis.place import Place, combine, join, parameter_place
 from codemods.analysis.schedule_calls import schedule_call
 from codemods.analysis.schedule_slices import timesteps_slice_receiver
@@ -221,13 +222,21 @@ class FunctionPlaces:
         base = self.place(node.value)
         if node.attr in _PYTHON_ATTRIBUTES and (base.is_tensor or base is Place.MODULE):
             return Place.PYTHON
-        if base is Place.DEVICE and node.attr in ("sample", "prev_sample"):
+        if base is Place.DEVICE and (node.attr in ("sample", "prev_sample") or self._is_step_output(node.value)):
             return Place.DEVICE  # a model's (or a scheduler's) output read for its tensor: before the test below
         if base.is_tensor:
             return base if node.attr in _TENSOR_SAME_PLACE_ATTRIBUTES else Place.UNKNOWN
         if base is Place.MODULE and node.attr in _MODULE_TENSOR_ATTRIBUTES:
             return Place.DEVICE
         return Place.UNKNOWN
+
+    def _is_step_output(self, node: ast.expr) -> bool:
+        """`<...>scheduler.step(...)`'s result, or a name only ever bound to one: its fields (`prev_sample`,
+        LLaDA2's `transfer_index`) are the tensors the step computed from its device inputs."""
+        if isinstance(node, ast.Name):
+            bindings = self.bindings.reaching(node.id, node)
+            return bool(bindings) and all(b.kind == "value" and is_scheduler_step(b.value) for b in bindings)
+        return is_scheduler_step(node)
 
     def _scheduler_timesteps_attribute_place(self, node: ast.Attribute) -> Place:
         """`self.scheduler.timesteps`: on the device where this function set them with a device."""

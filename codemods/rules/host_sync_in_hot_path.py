@@ -10,6 +10,7 @@ from codemods.analysis.class_places import places_at
 from codemods.analysis.host_built import VALUE_READS, fill_value, host_built
 from codemods.analysis.host_reads import HostRead, host_reads
 from codemods.analysis.hot_paths import STEP_LOOPS, hot_paths
+from codemods.analysis.mask_guards import empty_mask_guard
 from codemods.analysis.precomputed_schedule import PRECOMPUTED, is_first_element_item, schedule_replay
 from codemods.analysis.scheduler_lookups import every_call_lookup
 from codemods.analysis.stepped_schedulers import scheduler_loops
@@ -153,6 +154,7 @@ class HostSyncInHotPath(Rule):
                     continue
                 seen.add(key)
                 message = _message(source, read, scope)
+                message += empty_mask_guard(source, node, read.node, places) or ""
                 known = host_built(read, places) if read.kind in VALUE_READS else None
                 filled = fill_value(read, known, places) if known is not None else None
                 if known is not None:

@@ -206,3 +206,60 @@ def test_a_filled_tensor_written_into_keeps_its_item(tmp_path: Path) -> None:
 def test_a_fill_value_that_is_not_an_int_parameter_keeps_its_item(tmp_path: Path) -> None:
     finding, _ = _fill_finding(tmp_path, n_type="torch.Tensor")
     assert finding.not_fixed_reason == "the fill value is not an `int` parameter that the function leaves alone"
+
+
+def test_a_callbacks_replacement_lives_where_its_default_does(tmp_path: Path) -> None:
+    code = """
+    import torch
+
+    class Pipe(DiffusionPipeline):
+        def __init__(self, model, scheduler):
+            self.register_modules(model=model, scheduler=scheduler)
+
+        def __call__(self, n: int, mask_token_id: int, callback_on_step_end=None):
+            device = self._execution_device
+            x = torch.full((1, n), mask_token_id, device=device)
+            should_continue = True
+            while should_continue:
+                done = (x == mask_token_id).any()
+                if done:
+                    pass
+                x = self.scheduler.step(self.model(x), 0, x).prev_sample
+                callback_outputs = callback_on_step_end(self, 0, 0, {"x": x})
+                x = callback_outputs.pop("x", x)
+    """
+    [(line, message)] = _messages(tmp_path, code)
+    assert line == 14 and message.startswith("`done` tests a device tensor's truth in Python")
+
+
+def test_cpu_masks_and_python_bools_in_a_step_loop_are_not_reported(tmp_path: Path) -> None:
+    code = """
+    import torch
+
+    class Pipe(DiffusionPipeline):
+        def __call__(self, n: int, mask_token_id: int, editing: bool):
+            x = torch.full((1, n), mask_token_id, device="cpu")
+            should_continue = True
+            while should_continue:
+                masks_remaining = (x == mask_token_id).any()
+                if not masks_remaining and not editing:
+                    break
+                output = self.scheduler.step(self.model(x), 0, x)
+                should_continue = editing
+    """
+    assert _messages(tmp_path, code) == []
+
+
+def test_a_guard_whose_where_keeps_another_tensor_gets_no_can_go_note(tmp_path: Path) -> None:
+    code = """
+    import torch
+
+    class Block(torch.nn.Module):
+        def forward(self, x: torch.Tensor, new: torch.Tensor, other: torch.Tensor):
+            mask = x > 0
+            if mask.any():
+                x = torch.where(mask, new, other)
+            return x
+    """
+    [(line, message)] = _messages(tmp_path, code)
+    assert line == 7 and message.endswith("use `torch.where`, or decide once, outside the per-call code")
