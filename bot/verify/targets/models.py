@@ -76,6 +76,21 @@ def _qwen_layered_inputs(draw: Draw) -> dict[str, Any]:
     return {**_qwen_inputs(draw), "hidden_states": draw.randn(1, 32, 16), "img_shapes": [[(1, 4, 4), (1, 4, 4)]]}
 
 
+# diffusers' own test configuration, with two layers.
+_OMNIGEN = {
+    "hidden_size": 16,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "intermediate_size": 32,
+    "num_layers": 2,
+    "pad_token_id": 0,
+    "vocab_size": 1000,
+    "in_channels": 4,
+    "time_step_dim": 4,
+    "rope_scaling": {"long_factor": [1.0, 4.0], "short_factor": [1.0, 2.0]},
+}
+
+
 def _omnigen_inputs(draw: Draw) -> dict[str, Any]:
     # 24 text tokens, the time token and the 16 patches of one 8x8 latent: 41 positions.
     return {
@@ -154,22 +169,15 @@ RECIPES = [
         },
         exercises="forward through Kandinsky5TimeEmbeddings and its RoPE",
     ),
-    ModelRecipe(  # diffusers' own test configuration, two layers, one image
+    ModelRecipe(
+        "OmniGenTransformer2DModel", _OMNIGEN, _omnigen_inputs, exercises="forward through its short RoPE factors"
+    ),
+    ModelRecipe(  # 41 positions past the original 16: the long factors
         "OmniGenTransformer2DModel",
-        {
-            "hidden_size": 16,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 4,
-            "intermediate_size": 32,
-            "num_layers": 2,
-            "pad_token_id": 0,
-            "vocab_size": 1000,
-            "in_channels": 4,
-            "time_step_dim": 4,
-            "rope_scaling": {"long_factor": [1.0, 2.0], "short_factor": [1.0, 2.0]},
-        },
+        {**_OMNIGEN, "original_max_position_embeddings": 16},
         _omnigen_inputs,
-        exercises="forward through OmniGenSuScaledRotaryEmbedding (its short factors)",
+        name="OmniGenTransformer2DModel[long_factors]",
+        exercises="forward through its long RoPE factors",
     ),
 ]
 
