@@ -98,6 +98,8 @@ def _why_changing(
         return f"`self.{attribute}` is not assigned exactly once, in `__init__`"
     init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
     parameters = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)} - {"self"}
+    # An argument rebound in `__init__` may hold anything by the time it is kept (a buffer, say).
+    parameters -= {n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     if not _host_data(value, parameters):
         return f"`self.{attribute}` is set from `{source.segment(value)}` (line {value.lineno}), not provably constant"
     parents = source.memo("parents", lambda: _parents(source.tree))

@@ -196,6 +196,12 @@ class Rope(torch.nn.Module):
             "line 12 changes the built tensor in place; a cached tensor would keep the change",
         ),
         (
+            "factors",
+            "torch.tensor(self.factors, device=x.device)",
+            "self.last_scale = scale",  # kept on the module: any later change would reach the cache
+            "line 12 changes the built tensor in place; a cached tensor would keep the change",
+        ),
+        (
             "[1.0, 2.0]",
             "torch.as_tensor(self.factors, device=x.device)",
             "pass",
