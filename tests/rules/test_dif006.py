@@ -217,3 +217,17 @@ def test_a_build_not_proven_constant_is_reported_with_the_reason(
     result = run(RunOptions(paths=(target,), mode=Mode.CHECK, unsafe_fixes=True, select=("DIF006",), jobs=1))
     [finding] = result.findings
     assert (finding.fix, finding.not_fixed_reason) == (None, reason)
+
+
+def test_an_init_argument_rebound_before_it_is_kept_is_not_provably_constant(tmp_path: Path) -> None:
+    target = tmp_path / "rope.py"
+    source = ROPE.format(value="factors", build="torch.tensor(self.factors, device=x.device)", after="pass")
+    target.write_text(
+        source.replace("        super().__init__()\n", "        super().__init__()\n        factors = self.inv_freq\n")
+    )
+    result = run(RunOptions(paths=(target,), mode=Mode.CHECK, unsafe_fixes=True, select=("DIF006",), jobs=1))
+    [finding] = result.findings
+    assert (finding.fix, finding.not_fixed_reason) == (
+        None,
+        "`self.factors` is set from `factors` (line 9), not provably constant",
+    )
