@@ -27,7 +27,9 @@ class DeviceGetterEdits:
         return node.with_changes(body=node.body.with_changes(body=body))
 
     def edit_call_getter(self, node: libcst.Call, getter: str, index: int | None) -> libcst.BaseExpression:
-        device = next(a.value for a in node.args if a.keyword is None or a.keyword.value == "device")
+        # `device=` of `torch.tensor(data, device=d)` (DIF006), else the first argument of `.to(d)` (DIF001).
+        keyword = (a.value for a in node.args if a.keyword is not None and a.keyword.value == "device")
+        device = next(keyword, None) or next(a.value for a in node.args if a.keyword is None)
         call = cst.Call(func=cst.Attribute(value=cst.Name("self"), attr=cst.Name(getter)), args=[cst.Arg(value=device)])
         if index is None:
             return call.with_changes(lpar=node.lpar, rpar=node.rpar)

@@ -40,6 +40,17 @@ def too_wide(lines: list[str], indent: str, line_length: int) -> bool:
     return any(len(indent) + len(line) > line_length for line in lines)
 
 
+def line_after(source: SourceFile, call: ast.Call, replacement: str, line_length: int) -> str | None:
+    """Why `call` cannot be replaced by `replacement` on its line (it spans lines, or the line grows too long)."""
+    span = source.span(call)
+    if span.line != span.end_line:
+        return f"the move at line {span.line} spans several lines; rewrite it by hand"
+    line = source.lines[span.line - 1]
+    if len(line[: span.column] + replacement + line[span.end_column :]) > line_length:
+        return f"line {span.line} would exceed {line_length} characters; rewrite it by hand, then `make style`"
+    return None
+
+
 def returns_moves(method: ast.AST) -> list[str] | None:
     """`return self.a.to(device), self.b.to(device)` -> ["a", "b"]."""
     body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]

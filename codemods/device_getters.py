@@ -20,7 +20,15 @@ from dataclasses import dataclass
 
 from codemods.analysis.device_moves import changed_in_place
 from codemods.device_getter_decorator import cache_decorator, tuple_spelling
-from codemods.device_getter_names import device_local, getter_noun, indent_of, returns_moves, spoken, too_wide
+from codemods.device_getter_names import (
+    device_local,
+    getter_noun,
+    indent_of,
+    line_after,
+    returns_moves,
+    spoken,
+    too_wide,
+)
 from codemods.device_getter_pairs import rewrite_pairs
 from codemods.device_getter_sites import Site, hoistable_statement
 from codemods.device_getter_stores import is_store, later_reads, store_edits, store_unit
@@ -230,15 +238,9 @@ class _Planner:
             )
 
     def _check_line_after(self, call: ast.Call, replacement: str) -> None:
-        span = self.source.span(call)
-        if span.line != span.end_line:
-            raise _Declined(f"the move at line {span.line} spans several lines; rewrite it by hand")
-        line = self.source.lines[span.line - 1]
-        rewritten = line[: span.column] + replacement + line[span.end_column :]
-        if len(rewritten) > self.tree.line_length:
-            raise _Declined(
-                f"line {span.line} would exceed {self.tree.line_length} characters; rewrite it by hand, then `make style`"
-            )
+        reason = line_after(self.source, call, replacement, self.tree.line_length)
+        if reason is not None:
+            raise _Declined(reason)
 
     def _check_width(self, lines: list[str], indent: str, what: str) -> None:
         if too_wide(lines, indent, self.tree.line_length):

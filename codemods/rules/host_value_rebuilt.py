@@ -30,6 +30,9 @@ from codemods.analysis.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.model_call_loops import host_data_per_denoiser_pass
 from codemods.analysis.place import Place
 from codemods.analysis.placement import FunctionPlaces
+from codemods.device_getter_builds import cached_build
+from codemods.device_getter_edits import DeviceGetterEdits
+from codemods.device_getters import GetterPlan
 from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.layout import add_keyword_argument, argument_layout
 from codemods.lazy import libcst as cst
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
     import libcst
 
 
-class HostValueRebuilt(Rule):
+class HostValueRebuilt(DeviceGetterEdits, Rule):
     """
     ## What it does
     Finds tensors built from host data and put on the device inside a denoising loop or a hot
@@ -54,7 +57,7 @@ class HostValueRebuilt(Rule):
     (GLM-Image's per-condition-image `target_size`; `analysis/model_call_loops.py`).
     `if not torch.is_tensor(t):` fallbacks are cold and left alone; random
     draws (`randn_tensor(...).to(device)`) are never flagged: drawing on the device would give
-    other numbers.
+    other numbers. So is `torch.tensor(self.long_factor, ...)` of a list set in `__init__` (OmniGen).
 
     ## Why is this bad?
     Each one is a host-to-device copy per step or per call: the host builds the values, then
@@ -65,27 +68,43 @@ class HostValueRebuilt(Rule):
     ```python
     freqs = torch.arange(0, dim, 2, dtype=torch.float32).to(pos.device)
     timestep = torch.tensor([t] * latents.shape[0], device=device)
+    ext_factors = torch.tensor(self.long_factor, dtype=torch.float32, device=hidden_states.device)
     ```
 
     ## Use instead
     ```python
     freqs = torch.arange(0, dim, 2, dtype=torch.float32, device=pos.device)
     timestep = t.expand(latents.shape[0])
+
+    @lru_cache_unless_export(maxsize=None)  # one getter per attribute, before `forward` (as DIF001's)
+    def _get_device_long_factor(self, device: torch.device) -> torch.Tensor:
+        \"\"\"Return long_factor as a tensor on the given device.\"\"\"
+        return torch.tensor(self.long_factor, dtype=torch.float32, device=device)
+
+    def forward(self, hidden_states, position_ids):
+        ext_factors = self._get_device_long_factor(hidden_states.device)
     ```
 
     ## Fix safety
-    Safe or unsafe, by factory. Only the factory-then-`.to(device)` form is fixed, by creating
-    the tensor on that device; the rest is reported (the remedy, a tensor built once or
-    `t.expand(...)`, changes the code's shape). Safe for `ones`, `zeros`, `full`, `eye`, `empty` and an `arange` of integer literals:
-    their values do not depend on where they are computed. Unsafe for `linspace`, `logspace`
-    and other `arange`s: the accelerator's kernels may round the last bits differently, so the
-    fix needs verification. Random factories (`randn`, ...) are never moved: the device draws
-    from another generator.
+    Safe or unsafe, by factory. The factory-then-`.to(device)` form is fixed by creating the
+    tensor on that device: safe for `ones`, `zeros`, `full`, `eye`, `empty` and an `arange` of
+    integer literals, whose values do not depend on where they are computed; unsafe for
+    `linspace`, `logspace` and other `arange`s: the accelerator's kernels may round the last bits
+    differently, so the fix needs verification. Random factories (`randn`, ...) are never moved:
+    the device draws from another generator.
+    `torch.tensor(self.<attr>, ...)` cached per device is unsafe, as DIF001's getters are: same
+    values, but one tensor for every call, so a change to the list from outside the class, or to the
+    tensor by a caller, would persist. It is offered only where the module proves the rest
+    (`analysis/init_constants.py`: an `nn.Module`; only a constant `dtype=` and a device; the
+    attribute set once in `__init__` from a literal or `__init__`'s arguments, and only ever copied;
+    the result not changed in place; the getter's name free); otherwise the finding says why.
+    The rest is reported (the remedy, a tensor built once or `t.expand(...)`, changes the code's shape).
 
     ## Evidence
     diffusers #371 ("avoid memcpy op in `get_timestep_embedding`"), #3313
     (`torch.logspace(..., device=sample.device)` in ControlNet, for torch.compile) and #9354
-    (`torch.arange(..., device=pos.device)` in `get_1d_rotary_pos_embed`) made this change by hand.
+    (`torch.arange(..., device=pos.device)` in `get_1d_rotary_pos_embed`) made this change by hand;
+    #13406 cached QwenImage's RoPE tables per device with the getter the OmniGen fix copies.
     """
 
     code = "DIF006"
@@ -168,10 +187,15 @@ class HostValueRebuilt(Rule):
                 return None
             if places.place(call.args[0]).is_tensor:
                 return None  # a tensor already: `torch.as_tensor(x, device=...)` of a device tensor copies nothing
+            plan = cached_build(source, tree, call, ancestors)  # `torch.tensor(self.<attr>, ...)`: cached per device
+            fix = None
+            if isinstance(plan, GetterPlan):
+                fix = self.fix(plan.description, *plan.edits, imports=plan.imports)
             return self.finding(
                 source, call,
                 f"`{text}` builds a tensor from Python values and copies it to the device {when}; build it once "
                 "(before the loop, or cached per device) or compute it on the device",
+                fix, not_fixed_reason=plan if isinstance(plan, str) else None,
             )  # fmt: skip
         if device is not None:
             return None

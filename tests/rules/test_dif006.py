@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from release_files import release_copy
+from release_files import installed_copy, release_copy
 
 from codemods.engine import Mode, RunOptions, run
 from codemods.findings import FixSafety
@@ -114,3 +114,120 @@ def test_an_optional_tensor_parameter_is_never_the_device(tmp_path: Path) -> Non
     result = run(RunOptions(paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF006",), jobs=1))
     [finding] = result.findings
     assert finding.fixed and "torch.linspace(0, 1, 4, device=x.device)" in target.read_text()
+
+
+def _omnigen_rope(tmp_path: Path) -> Path:
+    # The whole module as released: OmniGenSuScaledRotaryEmbedding keeps `long_factor`/`short_factor`, two lists
+    # from `rope_scaling`, and builds a tensor from one of them on every forward.
+    return installed_copy("models/transformers/transformer_omnigen.py", tmp_path)
+
+
+def test_omnigens_rope_factors_are_cached_per_device(tmp_path: Path) -> None:
+    path = _omnigen_rope(tmp_path)
+    result = run(RunOptions(paths=(path,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF006",), jobs=1))
+    assert [(f.line, f.fix_safety, f.fixed) for f in result.findings] == [
+        (156, FixSafety.UNSAFE, True),
+        (158, FixSafety.UNSAFE, True),
+    ]
+    assert "            ext_factors = self._get_device_long_factor(hidden_states.device)\n" in path.read_text()
+
+
+def test_a_factor_list_extended_after_init_is_not_cached(tmp_path: Path) -> None:
+    path = _omnigen_rope(tmp_path)
+    text = path.read_text()
+    last_of_init = "        self.original_max_position_embeddings = original_max_position_embeddings\n"
+    assert text.count(last_of_init) == 1
+    extend = "\n    def extend(self, factors):\n        self.long_factor.extend(factors)\n"
+    path.write_text(text.replace(last_of_init, last_of_init + extend))
+    result = run(RunOptions(paths=(path,), mode=Mode.CHECK, unsafe_fixes=True, select=("DIF006",), jobs=1))
+    long_factor, short_factor = result.findings
+    assert (long_factor.line, long_factor.fix) == (159, None)
+    assert long_factor.not_fixed_reason == "line 154 reads `self.long_factor` other than to copy it, and may change it"
+    assert (short_factor.line, short_factor.fix_safety) == (161, FixSafety.UNSAFE)  # still only copied
+
+
+ROPE = """
+import torch
+
+
+class Rope(torch.nn.Module):
+    def __init__(self, factors):
+        super().__init__()
+        self.factors = {value}
+
+    def forward(self, x: torch.Tensor):
+        scale = {build}
+        {after}
+        return x * scale
+"""
+
+
+@pytest.mark.parametrize(
+    ("value", "build", "after", "reason"),
+    [
+        (
+            "factors",
+            "torch.tensor(self.factors, dtype=x.dtype, device=x.device)",
+            "pass",
+            "the dtype is not a constant `torch.<dtype>`; the cache would need it in its key",
+        ),
+        (
+            "factors",
+            "torch.tensor(self.factors, requires_grad=True, device=x.device)",
+            "pass",
+            "the call passes `requires_grad`; only `dtype=` and `device=` are cached",
+        ),
+        (
+            "list(factors)",
+            "torch.tensor(self.factors, device=x.device)",
+            "pass",
+            "`self.factors` is set from `list(factors)` (line 8), not provably constant",
+        ),
+        (
+            "factors",
+            "torch.tensor(self.factors, device=x.device)",
+            "self.factors = [2.0]",
+            "line 12 assigns, extends or deletes `self.factors`",
+        ),
+        (
+            "factors",
+            "torch.tensor(self.factors, device=x.device)",
+            "scale.mul_(2)",
+            "line 12 changes the built tensor in place; a cached tensor would keep the change",
+        ),
+        (
+            "factors",
+            "torch.tensor(self.factors, device=x.device)",
+            "self.last_scale = scale",  # kept on the module: any later change would reach the cache
+            "line 12 changes the built tensor in place; a cached tensor would keep the change",
+        ),
+        (
+            "[1.0, 2.0]",
+            "torch.as_tensor(self.factors, device=x.device)",
+            "pass",
+            "only `torch.tensor(self.<attribute>, ...)` is cached per device",
+        ),
+    ],
+)
+def test_a_build_not_proven_constant_is_reported_with_the_reason(
+    tmp_path: Path, value: str, build: str, after: str, reason: str
+) -> None:
+    target = tmp_path / "rope.py"
+    target.write_text(ROPE.format(value=value, build=build, after=after))
+    result = run(RunOptions(paths=(target,), mode=Mode.CHECK, unsafe_fixes=True, select=("DIF006",), jobs=1))
+    [finding] = result.findings
+    assert (finding.fix, finding.not_fixed_reason) == (None, reason)
+
+
+def test_an_init_argument_rebound_before_it_is_kept_is_not_provably_constant(tmp_path: Path) -> None:
+    target = tmp_path / "rope.py"
+    source = ROPE.format(value="factors", build="torch.tensor(self.factors, device=x.device)", after="pass")
+    target.write_text(
+        source.replace("        super().__init__()\n", "        super().__init__()\n        factors = self.inv_freq\n")
+    )
+    result = run(RunOptions(paths=(target,), mode=Mode.CHECK, unsafe_fixes=True, select=("DIF006",), jobs=1))
+    [finding] = result.findings
+    assert (finding.fix, finding.not_fixed_reason) == (
+        None,
+        "`self.factors` is set from `factors` (line 9), not provably constant",
+    )

@@ -1,5 +1,6 @@
 """Model targets built from a recipe: a tiny configuration (as small as diffusers' own model tests
-use) and one forward; here, the models whose RoPE tables DIF001 stops copying on every forward.
+use) and one forward; here, the models whose RoPE tables DIF001 stops copying on every forward
+(and OmniGen, whose RoPE factors DIF006 stops rebuilding).
 
 Inputs are drawn from a seeded CPU generator and moved to the device before the warm-up, so the
 census sees only the forward. `transformers.py` holds the block-stacking transformers (DIF003).
@@ -75,6 +76,34 @@ def _qwen_layered_inputs(draw: Draw) -> dict[str, Any]:
     return {**_qwen_inputs(draw), "hidden_states": draw.randn(1, 32, 16), "img_shapes": [[(1, 4, 4), (1, 4, 4)]]}
 
 
+# diffusers' own test configuration, with two layers.
+_OMNIGEN = {
+    "hidden_size": 16,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "intermediate_size": 32,
+    "num_layers": 2,
+    "pad_token_id": 0,
+    "vocab_size": 1000,
+    "in_channels": 4,
+    "time_step_dim": 4,
+    "rope_scaling": {"long_factor": [1.0, 4.0], "short_factor": [1.0, 2.0]},
+}
+
+
+def _omnigen_inputs(draw: Draw) -> dict[str, Any]:
+    # 24 text tokens, the time token and the 16 patches of one 8x8 latent: 41 positions.
+    return {
+        "hidden_states": draw.randn(1, 4, 8, 8),
+        "timestep": draw.timesteps(0.5),
+        "input_ids": draw.torch.randint(0, 10, (1, 24), generator=draw.generator),
+        "input_img_latents": [draw.randn(1, 4, 8, 8)],
+        "input_image_sizes": {0: [[0, 16]]},
+        "attention_mask": draw.ones(1, 41, 41),
+        "position_ids": draw.torch.arange(41).unsqueeze(0),
+    }
+
+
 _QWEN = {
     "patch_size": 2,
     "in_channels": 16,
@@ -139,6 +168,16 @@ RECIPES = [
             "text_rope_pos": d.torch.arange(8),
         },
         exercises="forward through Kandinsky5TimeEmbeddings and its RoPE",
+    ),
+    ModelRecipe(
+        "OmniGenTransformer2DModel", _OMNIGEN, _omnigen_inputs, exercises="forward through its short RoPE factors"
+    ),
+    ModelRecipe(  # 41 positions past the original 16: the long factors
+        "OmniGenTransformer2DModel",
+        {**_OMNIGEN, "original_max_position_embeddings": 16},
+        _omnigen_inputs,
+        name="OmniGenTransformer2DModel[long_factors]",
+        exercises="forward through its long RoPE factors",
     ),
 ]
 

@@ -1,0 +1,82 @@
+"""DIF006's fix: a tensor built on every call from a constant `self` attribute, cached per device.
+
+    ext_factors = torch.tensor(self.long_factor, dtype=torch.float32, device=hidden_states.device)
+
+becomes a call of a getter in DIF001's idiom (`codemods.device_getters`, diffusers #13406):
+
+    @lru_cache_unless_export(maxsize=None)
+    def _get_device_long_factor(self, device: torch.device) -> torch.Tensor:
+        \"\"\"Return long_factor as a tensor on the given device.\"\"\"
+        return torch.tensor(self.long_factor, dtype=torch.float32, device=device)
+
+    ext_factors = self._get_device_long_factor(hidden_states.device)
+
+one getter per attribute (the builds of two attributes often sit in two branches, each wanting
+only its own), just before `forward`, written with DIF001's decorator, edits and width checks.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from codemods.analysis.hot_paths import is_cached
+from codemods.analysis.init_constants import ConstantBuild, build_text, built_attribute, constant_build
+from codemods.device_getter_decorator import cache_decorator
+from codemods.device_getter_names import getter_noun, indent_of, line_after, too_wide
+from codemods.device_getters import GetterPlan
+from codemods.findings import Edit
+from codemods.project import TreeInfo
+from codemods.source import Ancestors, SourceFile
+
+
+def cached_build(source: SourceFile, tree: TreeInfo, call: ast.Call, ancestors: Ancestors) -> GetterPlan | str | None:
+    """The plan for a `torch.tensor(self.<attr>, ...)` built on every call, or why there is none; None for a
+    build from anything but a `self` attribute (DIF006 reports those without a fix)."""
+    if built_attribute(call) is None:
+        return None
+    build = constant_build(source, call, ancestors)
+    return build if isinstance(build, str) else plan_build_getter(source, tree, build)
+
+
+def plan_build_getter(source: SourceFile, tree: TreeInfo, build: ConstantBuild) -> GetterPlan | str:
+    """The getter (unless the class has it already) and the call of it that replaces the build, or why not."""
+    if not re.search(r"^import torch$", source.text, re.MULTILINE):
+        return "the file does not `import torch`, which the getter's annotations use"
+    getter = f"_get_device_{getter_noun([build.attribute])}"
+    body = build_text(source, build.call, "device")
+    if body is None:
+        return f"the call at line {build.call.lineno} spans several lines; rewrite it by hand"
+    call = f"self.{getter}({source.segment(build.device)})"
+    too_long = line_after(source, build.call, call, tree.line_length)
+    if too_long is not None:
+        return too_long
+    site = Edit(source.ref(build.call, "Call"), "call_getter", (("getter", getter), ("index", None)))
+    description = f"cache `torch.tensor(self.{build.attribute}, ...)` per device in `{getter}`"
+    methods = {n.name: n for n in build.cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    existing = methods.get(getter)
+    if existing is not None:
+        if is_cached(existing) and _returns(existing) == ast.dump(ast.parse(body, mode="eval").body):
+            return GetterPlan(description, (site,), ())  # already there (written by hand): call it
+        return f"the class already defines `{getter}`, returning something else"
+    decorator, imports = cache_decorator(source, tree)
+    lines = [
+        f"@{decorator}",
+        f"def {getter}(self, device: torch.device) -> torch.Tensor:",
+        f'    """Return {build.attribute} as a tensor on the given device."""',
+        f"    return {body}",
+    ]
+    if too_wide(lines, indent_of(source, build.cls.body[0]), tree.line_length):
+        return f"the getter would exceed {tree.line_length} characters; add it by hand"
+    before = "forward" if "forward" in methods else build.method.name
+    params = (("text", "\n".join(lines) + "\n"), ("before", before))
+    added = Edit(source.ref(build.cls, "ClassDef"), "add_device_getter", params, inserts=True)
+    return GetterPlan(description, (added, site), imports)
+
+
+def _returns(method: ast.AST) -> str | None:
+    """The dump of what a method returns when its body (past a docstring) is one `return`."""
+    body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+        return ast.dump(body[0].value)
+    return None
