@@ -287,3 +287,9 @@ def call_argument(call: ast.Call, keyword: str, position: int | None) -> ast.exp
     if position is not None and len(call.args) > position and not any(isinstance(a, ast.Starred) for a in call.args):
         return call.args[position]
     return None
+
+
+def shortened(text: str, width: int = 60) -> str:
+    """`text` on one line, cut to `width` characters with "...": for quoting code in a message."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."

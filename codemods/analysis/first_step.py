@@ -20,7 +20,7 @@ import ast
 from codemods.analysis.schedule_calls import schedule_call
 from codemods.analysis.second_schedule import shared_schedule_blocker
 from codemods.analysis.stepped_schedulers import SteppedScheduler
-from codemods.source import dotted_name, statements
+from codemods.source import dotted_name, shortened, statements
 
 _INTERRUPT = ("self.interrupt", "self._interrupt")
 # Scheduler methods that read or reset the begin index besides the first step's lookup.
@@ -80,7 +80,9 @@ def _skipped(body: list[ast.stmt], targets: set[int], assigned: set[str]) -> str
                     return reason
                 continue  # `if flag: continue`: every iteration or none
             if holds:
-                return f"it runs only under `if {_short(statement.test)}:` on line {statement.lineno}"
+                return (
+                    f"it runs only under `if {shortened(ast.unparse(statement.test), 50)}:` on line {statement.lineno}"
+                )
             return f"`continue` on line {_continue_line(statement)}"
         if isinstance(statement, ast.With | ast.AsyncWith) and holds:
             return _skipped(statement.body, targets, assigned)
@@ -161,11 +163,6 @@ def _invariant(test: ast.expr, assigned: set[str]) -> bool:
 
 def _assigned_in(scope: ast.AST) -> set[str]:
     return {node.id for node in ast.walk(scope) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
-
-
-def _short(node: ast.expr) -> str:
-    text = " ".join(ast.unparse(node).split())
-    return text if len(text) <= 50 else text[:47] + "..."
 
 
 def _iterated(iterable: ast.expr) -> ast.expr:

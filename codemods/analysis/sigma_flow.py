@@ -28,11 +28,10 @@ from codemods.analysis.sigma_uses import (
     MOVES_TO_DEVICE,
     device_need,
     propagates,
-    short,
     shown,
     stores_scalar,
 )
-from codemods.source import dotted_name
+from codemods.source import dotted_name, shortened
 
 
 @dataclass(frozen=True)
@@ -144,7 +143,7 @@ class SigmaFlowAnalysis:
         key = (node.lineno, node.col_offset, why)  # type: ignore[attr-defined]
         if key not in self._seen_uses:
             self._seen_uses.add(key)
-            uses.append(SigmaUse(node.lineno, short(ast.unparse(node)), why, per_call_move))  # type: ignore[attr-defined]
+            uses.append(SigmaUse(node.lineno, shortened(ast.unparse(node)), why, per_call_move))  # type: ignore[attr-defined]
 
 
 def _hands_to_host_library(node: ast.AST, flow: SigmaTaint) -> bool:

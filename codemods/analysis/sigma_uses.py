@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from codemods.analysis.sigma_taint import ELEMENTWISE, SigmaTaint, is_append, moves_to_device
-from codemods.source import dotted_name
+from codemods.source import dotted_name, shortened
 
 # Give a sigma dimensions: as a CPU tensor it can no longer meet device tensors.
 _RESHAPING = {
@@ -122,7 +122,7 @@ def device_need(parent: ast.AST, node: ast.expr, flow: SigmaTaint, parents: dict
         return "iterates over it"
     if isinstance(parent, ast.FormattedValue | ast.If | ast.While | ast.Assert | ast.Expr):
         return None
-    return f"uses it in `{short(ast.unparse(parent))}`"
+    return f"uses it in `{shortened(ast.unparse(parent))}`"
 
 
 def shown(parent: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
@@ -135,8 +135,3 @@ def shown(parent: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
 
 def _is_self_sigmas(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "sigmas" and dotted_name(node.value) == "self"
-
-
-def short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -18,7 +18,7 @@ from codemods.device_getters import GetterPlan, plan_getter
 from codemods.findings import Finding, FixSafety
 from codemods.project import TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import SourceFile, self_attribute
+from codemods.source import SourceFile, self_attribute, shortened
 
 
 class ConstantDeviceCopy(DeviceGetterEdits, Rule):
@@ -120,7 +120,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
                 yield self.finding(
                     source,
                     node,
-                    f"`{_short(source, node)}` builds a constant tensor on the host and copies it to the device on "
+                    f"`{shortened(source.segment(node))}` builds a constant tensor on the host and copies it to the device on "
                     "every call; build it once (in `__init__`, cached per device)",
                     not_fixed_reason="a constant built per call has no single home to cache it in; move it by hand",
                 )
@@ -140,7 +140,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
             yield self.finding(
                 source,
                 site.call,
-                f"`{_short(source, site.call)}` in `{site.method.name}` copies an element of `self.{attribute}`, "
+                f"`{shortened(source.segment(site.call))}` in `{site.method.name}` copies an element of `self.{attribute}`, "
                 "a list of tensors built once in `__init__`, to the device on every call; cache it per device",
                 not_fixed_reason="the per-device getter is planned for tensor attributes, not for a list of "
                 "them; cache the moved list by hand (a tuple from an `lru_cache_unless_export` method)",
@@ -183,12 +183,12 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     ) -> Finding:
         kind = "a plain tensor attribute (not a buffer)" if changed_at else "a tensor built once in `__init__`"
         message = (
-            f"`{_short(source, site.call)}` in `{site.method.name}` copies `self.{site.attribute}`, {kind}, "
+            f"`{shortened(source.segment(site.call))}` in `{site.method.name}` copies `self.{site.attribute}`, {kind}, "
             "to the device on every call; cache it per device"
         )
         if is_store(site):
             message = (
-                f"`self.{site.attribute} = {_short(source, site.call)}` in `{site.method.name}` moves "
+                f"`self.{site.attribute} = {shortened(source.segment(site.call))}` in `{site.method.name}` moves "
                 f"`self.{site.attribute}`, {kind}, and stores it back on the module: torch.compile guards on the "
                 "stored tensor and recompiles when it changes, and offloading hooks never move it back; cache it "
                 "per device instead"
@@ -266,8 +266,3 @@ def _why_not(attribute: str, move: DeviceMove, changed_at: int | None) -> str | 
     if move.options:
         return f"the call passes `{'`, `'.join(move.options)}`; only plain device moves are cached"
     return None
-
-
-def _short(source: SourceFile, node: ast.expr) -> str:
-    text = " ".join(source.segment(node).split())
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from codemods.analysis.class_places import places_at
 from codemods.analysis.discarded_results import discarded_conversion, provably_tensor
 from codemods.analysis.hot_paths import is_scheduler
-from codemods.findings import Finding, FixSafety
+from codemods.findings import Finding
 from codemods.project import TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import SourceFile, dotted_name, enclosing
+from codemods.source import SourceFile, dotted_name, enclosing, shortened
 
 
 class DiscardedTensorConversion(Rule):
@@ -85,10 +85,10 @@ class DiscardedTensorConversion(Rule):
             places = places_at(source, ancestors)
             if places is None or not provably_tensor(conversion.receiver, places):
                 continue  # a module's `.to()` works in place; a value not shown to be a tensor may be one
-            receiver = _short(source.segment(conversion.receiver))
+            receiver = shortened(source.segment(conversion.receiver))
             yield self.finding(
                 source, node,
-                f"`{_short(source.segment(conversion.call))}` throws its result away: `Tensor.{conversion.method}` "
+                f"`{shortened(source.segment(conversion.call))}` throws its result away: `Tensor.{conversion.method}` "
                 f"returns a new tensor and leaves `{receiver}` as it was, so the line does nothing; assign it "
                 f"(`{receiver} = ...`) or delete it",
             )  # fmt: skip
@@ -109,8 +109,3 @@ class DiscardedTensorConversion(Rule):
     invalid = (
         Example("import torch\n\n\ndef prepare(mask: torch.Tensor, device):\n    mask.to(device)\n    return mask\n"),
     )
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -18,7 +18,7 @@ from codemods.findings import Edit, Finding, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import Ancestors, SourceFile
+from codemods.source import Ancestors, SourceFile, shortened
 from codemods.statement_inserts import inserted_before
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ class HostSyncInHotPath(Rule):
                 if known is not None:
                     message += (
                         f"; the host built these values itself (line {known.lineno}: "
-                        f"`{_short(source.segment(known))}`): use the Python values instead"
+                        f"`{shortened(source.segment(known))}`): use the Python values instead"
                     )
                 if filled is not None:
                     yield self._with_fill_fix(source, read, filled, message)
@@ -282,8 +282,8 @@ class HostSyncInHotPath(Rule):
 
 def _message(source: SourceFile, read: HostRead, scope: ast.AST) -> str:
     what, remedy = _WHAT[read.kind]
-    expression = _short(source.segment(read.node) if read.kind != "truth" else source.segment(read.operand))
-    operand = _short(source.segment(read.operand))
+    expression = shortened(source.segment(read.node) if read.kind != "truth" else source.segment(read.operand))
+    operand = shortened(source.segment(read.operand))
     if isinstance(scope, STEP_LOOPS):
         when, once = "every denoising step", "once before the loop"
     else:
@@ -295,8 +295,3 @@ def _message(source: SourceFile, read: HostRead, scope: ast.AST) -> str:
     schedule_value = operand == "t" or "timestep" in operand or "sigma" in operand
     example = " (e.g. of the timesteps)" if schedule_value else ""
     return f"{subject}: the host waits for the device {when}; {remedy.format(once=once, example=example)}"
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -38,7 +38,7 @@ from codemods.layout import add_keyword_argument, argument_layout
 from codemods.lazy import libcst as cst
 from codemods.project import TreeInfo
 from codemods.rules.base import Example, Rule
-from codemods.source import Ancestors, SourceFile, dotted_name
+from codemods.source import Ancestors, SourceFile, dotted_name, shortened
 
 if TYPE_CHECKING:
     import libcst
@@ -142,7 +142,7 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
             changing = f"it reads `{built.changing}`, which changes every pass" if built.changing else None
             yield self.finding(
                 source, built.call,
-                f"`{_short(source.segment(built.call))}` builds a tensor from Python values and copies it to the "
+                f"`{shortened(source.segment(built.call))}` builds a tensor from Python values and copies it to the "
                 f"device on every pass of the loop at line {built.loop.lineno}, which runs `self.{built.component}` "
                 "each pass; build it once before the loop",
                 not_fixed_reason=f"{changing or 'hoisting it is not planned'}; move it by hand",
@@ -164,13 +164,13 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
         when = "every denoising step" if isinstance(scope, STEP_LOOPS) else f"every call of `{scope.name}`"
         return self.finding(
             source, move,
-            f"`{_short(source.segment(move))}` copies a tensor built on the host (from `{_short(source.segment(factory))}`, "
+            f"`{shortened(source.segment(move))}` copies a tensor built on the host (from `{shortened(source.segment(factory))}`, "
             f"line {factory.lineno}) to the device {when}; create it on the device (`device=` on the factory)",
         )  # fmt: skip
 
     def _finding(self, source, tree, call, ancestors, factory, places: FunctionPlaces, scope) -> Finding | None:
         when = "every denoising step" if isinstance(scope, STEP_LOOPS) else f"every call of `{scope.name}`"
-        text = _short(source.segment(call))
+        text = shortened(source.segment(call))
         moved = moved_by(call, ancestors, places)
         device = keyword(call, "device")
         on_device = device is not None and places.device_place(device) is Place.DEVICE
@@ -179,8 +179,8 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
             if read is not None:
                 return self.finding(
                     source, call,
-                    f"`{text}` reads `{_short(source.segment(read))}` back from the device (a sync) and copies it "
-                    f"out again, {when}; use `{_short(source.segment(read))}.expand(...)`/`.repeat(...)` "
+                    f"`{text}` reads `{shortened(source.segment(read))}` back from the device (a sync) and copies it "
+                    f"out again, {when}; use `{shortened(source.segment(read))}.expand(...)`/`.repeat(...)` "
                     "or `torch.stack`, which stay on the device",
                 )  # fmt: skip
             if not (on_device or moved is not None) or not call.args or is_empty_data(call.args[0]):
@@ -204,7 +204,7 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
         target = move_target(moved)
         message = (
             f"`{text}` is created on the host and copied to the device {when}; "
-            f"create it there: `device={_short(source.segment(target)) if target is not None else '...'}`"
+            f"create it there: `device={shortened(source.segment(target)) if target is not None else '...'}`"
         )
         blocker = why_no_device_fix(moved, target, factory)
         if blocker is not None:
@@ -221,11 +221,11 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
         meeting = device_meeting(call, function, places)
         if meeting is None:
             return None
-        text = _short(source.segment(call))
+        text = shortened(source.segment(call))
         target = device_at(call, meeting, function, places)
         message = (
             f"`{text}` is created on the host {when} and then combined with device tensors "
-            f"(`{_short(source.segment(meeting))}`, line {meeting.lineno}): each use crosses from the host, and "
+            f"(`{shortened(source.segment(meeting))}`, line {meeting.lineno}): each use crosses from the host, and "
             f"`torch.compile` keeps it out of the graph as a CPU input; create it there: `device={target or '...'}`"
         )
         if target is None:
@@ -306,8 +306,3 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
             "            guidance = torch.tensor([3.5], device=device)\n"
         ),
     )
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 60 else text[:57] + "..."
