@@ -56,7 +56,7 @@ def plan_build_getter(source: SourceFile, tree: TreeInfo, build: ConstantBuild) 
     methods = {n.name: n for n in build.cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     existing = methods.get(getter)
     if existing is not None:
-        if is_cached(existing) and _returns(existing) == ast.dump(ast.parse(body, mode="eval").body):
+        if is_cached(existing) and _returns(existing) == ast.unparse(ast.parse(body, mode="eval").body):
             return GetterPlan(description, (site,), ())  # already there (written by hand): call it
         return f"the class already defines `{getter}`, returning something else"
     decorator, imports = cache_decorator(source, tree)
@@ -75,8 +75,8 @@ def plan_build_getter(source: SourceFile, tree: TreeInfo, build: ConstantBuild) 
 
 
 def _returns(method: ast.AST) -> str | None:
-    """The dump of what a method returns when its body (past a docstring) is one `return`."""
+    """The source of what a method returns when its body (past a docstring) is one `return`."""
     body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-        return ast.dump(body[0].value)
+        return ast.unparse(body[0].value)  # not ast.dump: a cycle per call
     return None

@@ -58,7 +58,7 @@ def _given_device(device: ast.expr) -> ast.expr | None:
         if isinstance(test.ops[0], ast.Is)
         else None
     )
-    if given is None or ast.dump(given) != ast.dump(test.left):
+    if given is None or ast.unparse(given) != ast.unparse(test.left):  # not ast.dump: a cycle per call
         return None
     return given
 

@@ -103,7 +103,7 @@ def _why_changing(
     if not _host_data(value, parameters):
         return f"`self.{attribute}` is set from `{source.segment(value)}` (line {value.lineno}), not provably constant"
     parents = source.memo("parents", lambda: _parents(source.tree))
-    arguments = (ast.dump(call.func), [ast.dump(k) for k in call.keywords if k.arg != "device"])
+    arguments = (ast.unparse(call.func), [ast.unparse(k) for k in call.keywords if k.arg != "device"])
     for node in ast.walk(source.tree):
         if isinstance(node, ast.Call) and dotted_name(node.func) in ("setattr", "delattr") and len(node.args) > 1:
             name = node.args[1]
@@ -118,7 +118,7 @@ def _why_changing(
             return f"line {node.lineno} assigns, extends or deletes `{source.segment(node)}`"
         if not (isinstance(parent, ast.Call) and dotted_name(parent.func) in _COPYING_READS and parent.args == [node]):
             return f"line {node.lineno} reads `{source.segment(node)}` other than to copy it, and may change it"
-        built = (ast.dump(parent.func), [ast.dump(k) for k in parent.keywords if k.arg != "device"])
+        built = (ast.unparse(parent.func), [ast.unparse(k) for k in parent.keywords if k.arg != "device"])
         if dotted_name(parent.func) == "torch.tensor" and built != arguments:
             return f"line {node.lineno} builds `{source.segment(node)}` with other arguments, which one getter cannot serve"
     return None

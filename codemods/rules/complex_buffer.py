@@ -4,7 +4,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from codemods.findings import Finding, FixSafety
+from codemods.findings import Finding
 from codemods.project import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile, dotted_name, enclosing

@@ -3,10 +3,8 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
-
-from dataclasses import replace
 
 from codemods.analysis.output_proof import OutputForm, output_form
 from codemods.analysis.output_reads import OutputRead, output_read
