@@ -22,8 +22,8 @@ import re
 
 from codemods.analysis.hot_paths import is_cached
 from codemods.analysis.init_constants import ConstantBuild, build_text, built_attribute, constant_build
-from codemods.device_getter_decorator import cache_decorator
-from codemods.device_getter_names import getter_noun, indent_of, line_after, too_wide
+from codemods.device_getter_decorator import getter_definition
+from codemods.device_getter_names import getter_noun, line_after, returns_text
 from codemods.device_getters import GetterPlan
 from codemods.findings import Edit
 from codemods.project import TreeInfo
@@ -56,27 +56,12 @@ def plan_build_getter(source: SourceFile, tree: TreeInfo, build: ConstantBuild) 
     methods = {n.name: n for n in build.cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     existing = methods.get(getter)
     if existing is not None:
-        if is_cached(existing) and _returns(existing) == ast.unparse(ast.parse(body, mode="eval").body):
+        if is_cached(existing) and returns_text(existing, body):
             return GetterPlan(description, (site,), ())  # already there (written by hand): call it
         return f"the class already defines `{getter}`, returning something else"
-    decorator, imports = cache_decorator(source, tree)
-    lines = [
-        f"@{decorator}",
-        f"def {getter}(self, device: torch.device) -> torch.Tensor:",
-        f'    """Return {build.attribute} as a tensor on the given device."""',
-        f"    return {body}",
-    ]
-    if too_wide(lines, indent_of(source, build.cls.body[0]), tree.line_length):
-        return f"the getter would exceed {tree.line_length} characters; add it by hand"
-    before = "forward" if "forward" in methods else build.method.name
-    params = (("text", "\n".join(lines) + "\n"), ("before", before))
-    added = Edit(source.ref(build.cls, "ClassDef"), "add_device_getter", params, inserts=True)
+    returns = ("torch.Tensor", f"Return {build.attribute} as a tensor on the given device.", body)
+    definition = getter_definition(source, tree, build.cls, getter, returns, build.method.name)
+    if isinstance(definition, str):
+        return definition
+    added, imports = definition
     return GetterPlan(description, (added, site), imports)
-
-
-def _returns(method: ast.AST) -> str | None:
-    """The source of what a method returns when its body (past a docstring) is one `return`."""
-    body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-        return ast.unparse(body[0].value)  # not ast.dump: a cycle per call
-    return None

@@ -1,5 +1,8 @@
-"""The cache decorator DIF001's getter carries, spelled as the target tree allows.
+"""The cached per-device getter that DIF001 and DIF006 add to a class, and its decorator spelled as the tree allows.
 
+`getter_definition` writes the method (decorator, signature, one-line docstring, one `return`)
+for every getter planner: `codemods.device_getters` (tensor attributes), `device_getter_lists`
+(lists of them) and `device_getter_builds` (DIF006's `torch.tensor(self.x)` builds). The decorator is
 diffusers' own `lru_cache_unless_export` (in `<package>.utils.torch_utils`, since 2026-03) where
 the tree has it, imported the way the file's neighbours import it; the standard library's
 `functools.lru_cache` in older trees, rather than importing a name that is not there.
@@ -10,11 +13,40 @@ from __future__ import annotations
 import ast
 import re
 
-from codemods.findings import ImportRequest
+from codemods.device_getter_names import indent_of, too_wide
+from codemods.findings import Edit, ImportRequest
 from codemods.project import TreeInfo
 from codemods.source import SourceFile
 
 CACHED_HELPER = "lru_cache_unless_export"
+
+
+def getter_definition(
+    source: SourceFile,
+    tree: TreeInfo,
+    cls: ast.ClassDef,
+    getter: str,
+    returns: tuple[str, str, str],
+    user: str,
+) -> tuple[Edit, tuple[ImportRequest, ...]] | str:
+    """The edit adding `getter` to `cls` and the imports its decorator needs, or why it cannot be added.
+
+    `returns` is (annotation, docstring, returned expression); the getter goes just before `forward`,
+    else before `user`, the method that calls it.
+    """
+    annotation, docstring, value = returns
+    decorator, imports = cache_decorator(source, tree)
+    lines = [
+        f"@{decorator}",
+        f"def {getter}(self, device: torch.device) -> {annotation}:",
+        f'    """{docstring}"""',
+        f"    return {value}",
+    ]
+    if too_wide(lines, indent_of(source, cls.body[0]), tree.line_length):
+        return f"the getter would exceed {tree.line_length} characters; add it by hand"
+    methods = {n.name for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    params = (("text", "\n".join(lines) + "\n"), ("before", "forward" if "forward" in methods else user))
+    return Edit(source.ref(cls, "ClassDef"), "add_device_getter", params, inserts=True), imports
 
 
 def cache_decorator(source: SourceFile, tree: TreeInfo) -> tuple[str, tuple[ImportRequest, ...]]:

@@ -36,6 +36,11 @@ class DeviceGetterEdits:
         element = cst.SubscriptElement(slice=cst.Index(value=cst.Integer(str(index))))
         return cst.Subscript(value=call, slice=[element], lpar=node.lpar, rpar=node.rpar)
 
+    def edit_call_element_getter(self, node: libcst.Call, getter: str) -> libcst.Subscript:
+        """`self.X[i].to(d)` -> `self.<getter>(d)[i]`: an element of the tuple a list's getter returns."""
+        call = self.edit_call_getter(node, getter, None).with_changes(lpar=[], rpar=[])
+        return cst.Subscript(value=call, slice=node.func.value.slice, lpar=node.lpar, rpar=node.rpar)
+
     def edit_use_local(self, node: libcst.Call, name: str) -> libcst.Name:
         return cst.Name(name, lpar=node.lpar, rpar=node.rpar)
 

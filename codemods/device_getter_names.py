@@ -51,12 +51,27 @@ def line_after(source: SourceFile, call: ast.Call, replacement: str, line_length
     return None
 
 
+def returned(method: ast.AST) -> ast.expr | None:
+    """What a method returns when its body (past a docstring) is one `return`."""
+    body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return):
+        return None
+    return body[0].value
+
+
+def returns_text(method: ast.AST, expected: str) -> bool:
+    """The method's body is one `return` of `expected` (source text, compared as parsed)."""
+    value = returned(method)
+    # ast.unparse, not ast.dump: dump leaves a reference cycle per call.
+    return value is not None and ast.unparse(value) == ast.unparse(ast.parse(expected, mode="eval").body)
+
+
 def returns_moves(method: ast.AST) -> list[str] | None:
     """`return self.a.to(device), self.b.to(device)` -> ["a", "b"]."""
-    body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+    result = returned(method)
+    if result is None:
         return None
-    values = body[0].value.elts if isinstance(body[0].value, ast.Tuple) else [body[0].value]
+    values = result.elts if isinstance(result, ast.Tuple) else [result]
     names = []
     for value in values:
         name = dotted_name(value.func) if isinstance(value, ast.Call) else None

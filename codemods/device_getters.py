@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from codemods.analysis.device_moves import changed_in_place
-from codemods.device_getter_decorator import cache_decorator, tuple_spelling
+from codemods.device_getter_decorator import getter_definition, tuple_spelling
 from codemods.device_getter_names import (
     device_local,
     getter_noun,
@@ -110,28 +110,21 @@ class _Planner:
             if returns_moves(existing) == self.attributes:
                 return ()  # already there (a second pass, or a hand-written one): reuse it
             raise _Declined(f"the class already defines `{self.getter}`, returning something else")
-        decorator, imports = cache_decorator(self.source, self.tree)
         annotation = "torch.Tensor"
         if len(self.attributes) > 1:
             annotation = f"{tuple_spelling(self.source)}[{', '.join('torch.Tensor' for _ in self.attributes)}]"
-        lines = [
-            f"@{decorator}",
-            f"def {self.getter}(self, device: torch.device) -> {annotation}:",
-            f'    """Return {spoken(self.attributes)} on the given device."""',
-            f"    return {', '.join(f'self.{a}.to(device)' for a in self.attributes)}",
-        ]
-        indent = indent_of(self.source, self.cls.body[0])
-        self._check_width(lines, indent, "the getter")
-        before = "forward" if "forward" in self.methods else self.sites[0].method.name
-        text = "\n".join(lines) + "\n"
-        self.edits.append(
-            Edit(
-                self.source.ref(self.cls, "ClassDef"),
-                "add_device_getter",
-                (("text", text), ("before", before)),
-                inserts=True,
-            )
+        returns = (
+            annotation,
+            f"Return {spoken(self.attributes)} on the given device.",
+            ", ".join(f"self.{a}.to(device)" for a in self.attributes),
         )
+        definition = getter_definition(
+            self.source, self.tree, self.cls, self.getter, returns, self.sites[0].method.name
+        )
+        if isinstance(definition, str):
+            raise _Declined(definition)
+        added, imports = definition
+        self.edits.append(added)
         return imports
 
     def _rewrite_method(self, method: ast.FunctionDef, sites: list[Site]) -> None:

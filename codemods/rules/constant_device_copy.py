@@ -9,8 +9,9 @@ from codemods.analysis.constant_tensors import constant_tensor
 from codemods.analysis.device_moves import DeviceMove, device_move
 from codemods.analysis.enclosing import method_owner, module_functions
 from codemods.analysis.hot_paths import hot_paths
-from codemods.analysis.tensor_lists import constant_list_moves, listed_attribute
+from codemods.analysis.tensor_lists import listed_attribute, table_lists
 from codemods.device_getter_edits import DeviceGetterEdits
+from codemods.device_getter_lists import plan_list_getter
 from codemods.device_getter_sites import Site
 from codemods.device_getter_stores import is_store
 from codemods.device_getter_stores import stored_only as stored_only_attributes
@@ -61,6 +62,15 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
         pos_freqs_device, _ = self._get_device_freqs(device)
         txt_freqs = pos_freqs_device[max_vid_index : max_vid_index + max_txt_seq_len_int, ...]
     ```
+    A list of tables (Lumina2's `self.freqs_cis[i].to(ids.device)`) gets one getter returning the
+    moved list as a tuple, indexed where an element was moved (`codemods/device_getter_lists.py`):
+    ```python
+    @lru_cache_unless_export(maxsize=None)
+    def _get_device_freqs_cis(self, device: torch.device) -> tuple[torch.Tensor, ...]:
+        \"\"\"Return freqs_cis, each tensor on the given device.\"\"\"
+        return tuple(freqs.to(device) for freqs in self.freqs_cis)
+    ```
+    and `freqs = self._get_device_freqs_cis(ids.device)[i]`.
     `lru_cache_unless_export` is imported from the tree's `utils.torch_utils` as the file's
     neighbours import it; in a tree without it (diffusers before 2026-03) the getter uses
     `functools.lru_cache(maxsize=None)`.
@@ -73,7 +83,11 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     none by a computed name), the move changes nothing but the device, and no local holding a view of
     the result is changed in place. Registered state is never reported: moving buffers and parameters
     in `forward` is required under group offloading and `device_map`. Moves that also change the
-    dtype, `torch.tensor(...)` constants and elements of a list of tables are reported without a fix.
+    dtype and `torch.tensor(...)` constants are reported without a fix. A list of tables is cached
+    only when it provably never changes: assigned once in `__init__` from a list display,
+    comprehension or a helper that fills a fresh list by `append`, handed to nothing in `__init__`,
+    read elsewhere in the class only by `self.X[i].to(device)` and `len(...)`, and reached by nothing
+    else in the file (`obj.X`, `setattr`, a subclass); otherwise the finding names what changes it.
     A store is dropped only where nothing relied on it: it is one top-level statement (or one `if` holding only stores), every
     later read of the table is in the same method, after it, with the device expression unchanged,
     and other methods only move the table with `.to(device)`; otherwise the finding names the read
@@ -108,8 +122,8 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
             attribute = self_attribute(node.func.value)
             owner = method_owner(ancestors)
             listed = listed_attribute(node.func.value)
-            if listed is not None and owner is not None and hot.is_hot(ancestors, node):
-                site = Site(node, listed, move, ancestors, owner[1], True)
+            if listed is not None and owner is not None:
+                site = Site(node, listed, move, ancestors, owner[1], hot.is_hot(ancestors, node))
                 elements.setdefault(owner[0], []).append(site)
             elif attribute is not None and owner is not None:
                 cls, method = owner
@@ -128,23 +142,27 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
         for cls, class_sites in sites.items():
             yield from self._check_class(source, tree, cls, class_sites, classes)
         for cls, class_sites in elements.items():
-            yield from self._check_list(source, cls, class_sites, classes)
+            yield from self._check_list(source, tree, cls, class_sites, classes)
 
     def _check_list(
-        self, source: SourceFile, cls: ast.ClassDef, sites: list[Site], classes: dict[str, ast.ClassDef]
+        self, source: SourceFile, tree: TreeInfo, cls: ast.ClassDef, sites: list[Site], classes: dict[str, ast.ClassDef]
     ) -> Iterator[Finding]:
-        """`self.freqs_cis[i].to(device)` of a constant list of tables (Lumina2's RoPE): reported, not fixed."""
+        """`self.freqs_cis[i].to(device)` of a list of tables (Lumina2's RoPE): one getter caching the moved list."""
         functions = source.memo("module_functions", lambda: module_functions(source.tree))
-        for site in constant_list_moves(source, cls, sites, classes, functions):
-            attribute = site.attribute
-            yield self.finding(
-                source,
-                site.call,
-                f"`{shortened(source.segment(site.call))}` in `{site.method.name}` copies an element of `self.{attribute}`, "
-                "a list of tensors built once in `__init__`, to the device on every call; cache it per device",
-                not_fixed_reason="the per-device getter is planned for tensor attributes, not for a list of "
-                "them; cache the moved list by hand (a tuple from an `lru_cache_unless_export` method)",
-            )
+        for table in table_lists(source, cls, sites, classes, functions):
+            hot = [s for s in table.sites if s.hot]
+            plan = plan_list_getter(source, tree, table) if any(s.move.device_only for s in hot) else None
+            kind = "built once in `__init__`" if table.changed is None else "kept on the module (not a buffer)"
+            for site in hot:
+                message = (
+                    f"`{shortened(source.segment(site.call))}` in `{site.method.name}` copies an element of "
+                    f"`self.{site.attribute}`, a list of tensors {kind}, to the device on every call; cache it per device"
+                )
+                reason = table.changed or _why_not(site.attribute, site.move, None)
+                if reason is None and not isinstance(plan, GetterPlan):
+                    reason = plan
+                fix = None if reason is not None else self.fix(plan.description, *plan.edits, imports=plan.imports)
+                yield self.finding(source, site.call, message, fix, not_fixed_reason=reason)
 
     def _check_class(
         self, source: SourceFile, tree: TreeInfo, cls: ast.ClassDef, sites: list[Site], classes: dict[str, ast.ClassDef]
@@ -249,6 +267,19 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
             '        """Return freqs on the given device."""\n'
             "        return self.freqs.to(device)\n\n"
             "    def forward(self, x):\n        return x * self._get_device_freqs(x.device)\n",
+        ),
+        # An element of a list of tables: the getter caches the moved list as a tuple.
+        Example(
+            "import torch\nfrom torch import nn\n\n\nclass Rope(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.freqs = [torch.ones(4), torch.ones(2)]\n\n"
+            "    def forward(self, x, i):\n        return x * self.freqs[i].to(x.device)\n",
+            "import functools\n\nimport torch\nfrom torch import nn\n\n\nclass Rope(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.freqs = [torch.ones(4), torch.ones(2)]\n\n"
+            "    @functools.lru_cache(maxsize=None)\n"
+            "    def _get_device_freqs(self, device: torch.device) -> tuple[torch.Tensor, ...]:\n"
+            '        """Return freqs, each tensor on the given device."""\n'
+            "        return tuple(tensor.to(device) for tensor in self.freqs)\n\n"
+            "    def forward(self, x, i):\n        return x * self._get_device_freqs(x.device)[i]\n",
         ),
         Example(
             "import torch\nfrom torch import nn\n\n\nclass Latents(nn.Module):\n"

@@ -129,9 +129,10 @@ def test_moves_in_init_stay_and_moves_in_cold_methods_use_the_getter(tmp_path: P
 # --- the installed diffusers, rewritten by every rule (the session's `diffusers_trees`) ---------------------------
 
 FIXED_CLASSES = {
-    ("models/transformers/transformer_kandinsky.py", "Kandinsky5TimeEmbeddings"),
-    ("models/transformers/transformer_nucleusmoe_image.py", "NucleusMoEEmbedRope"),
-    ("models/transformers/transformer_sana_wm.py", "SanaWMRotaryPosEmbed"),
+    ("models/transformers/transformer_kandinsky.py", "Kandinsky5TimeEmbeddings", "freqs"),
+    ("models/transformers/transformer_lumina2.py", "Lumina2RotaryPosEmbed", "freqs_cis"),
+    ("models/transformers/transformer_nucleusmoe_image.py", "NucleusMoEEmbedRope", "freqs"),
+    ("models/transformers/transformer_sana_wm.py", "SanaWMRotaryPosEmbed", "freqs"),
 }
 
 
@@ -142,11 +143,12 @@ def _fixed(trees: DiffusersTrees, code: str) -> list:
 def test_diffusers_targets_are_the_known_rope_and_time_tables(diffusers_trees: DiffusersTrees) -> None:
     root = diffusers_trees.rewritten / "diffusers"
     fixed = {str(Path(f.path).relative_to(root)) for f in _fixed(diffusers_trees, "DIF001")}
-    assert fixed == {path for path, _ in FIXED_CLASSES}
-    for path, cls in FIXED_CLASSES:
+    assert fixed == {path for path, _, _ in FIXED_CLASSES}
+    for path, cls, noun in FIXED_CLASSES:
         text = (root / path).read_text()
         assert (
-            "    @lru_cache_unless_export(maxsize=None)\n    def _get_device_freqs(self, device: torch.device)" in text
+            f"    @lru_cache_unless_export(maxsize=None)\n    def _get_device_{noun}(self, device: torch.device)"
+            in text
         )
         assert "from ...utils.torch_utils import lru_cache_unless_export" in text
         assert f"class {cls}(" in text
@@ -157,6 +159,7 @@ PARITY = """
 import json, sys
 import torch
 from diffusers.models.transformers.transformer_kandinsky import Kandinsky5TimeEmbeddings
+from diffusers.models.transformers.transformer_lumina2 import Lumina2RotaryPosEmbed
 from diffusers.models.transformers.transformer_nucleusmoe_image import NucleusMoEImageTransformer2DModel
 from diffusers.models.transformers.transformer_sana_wm import SanaWMRotaryPosEmbed
 
@@ -169,6 +172,7 @@ models = {
     ).eval(),
     "kandinsky": Kandinsky5TimeEmbeddings(model_dim=16, time_dim=8).eval(),
     "sana": SanaWMRotaryPosEmbed(attention_head_dim=24, patch_size=(1, 2, 2), max_seq_len=64).eval(),
+    "lumina": Lumina2RotaryPosEmbed(theta=10000, axes_dim=[4, 6, 6], axes_lens=[16, 16, 16], patch_size=2).eval(),
 }
 saved = torch.load(path) if mode == "compare" else None
 if saved is None:
@@ -193,6 +197,9 @@ def call_all():
         "nucleus": nucleus,
         "kandinsky": models["kandinsky"](inputs["time"]),
         "sana": models["sana"]((2, 3, 4), device=torch.device("cpu")),
+        "lumina": torch.cat([t.flatten() for t in models["lumina"](
+            torch.zeros(1, 4, 4, 4), torch.tensor([[1, 1, 1, 0, 0]])
+        )[1:4]]),
     }
 
 
@@ -208,7 +215,9 @@ else:
         f"{name}[{i}]": torch.equal(outputs[i][name], saved["outputs"][i][name])
         for i in range(2) for name in outputs[i]
     }
+    lumina = models["lumina"]
     verdict["cached"] = rope._get_device_freqs(cpu)[0] is rope._get_device_freqs(cpu)[0]
+    verdict["cached lists"] = lumina._get_device_freqs_cis(cpu) is lumina._get_device_freqs_cis(cpu)
     print(json.dumps(verdict))
 """
 
@@ -229,6 +238,7 @@ def test_rewritten_models_compute_bit_identical_outputs(diffusers_trees: Diffuse
     assert rewritten.returncode == 0, rewritten.stderr[-3000:]
     verdict = json.loads(rewritten.stdout.strip().splitlines()[-1])
     assert verdict == {
-        **{f"{n}[{i}]": True for i in range(2) for n in ("nucleus", "kandinsky", "sana")},
+        **{f"{n}[{i}]": True for i in range(2) for n in ("nucleus", "kandinsky", "sana", "lumina")},
         "cached": True,
+        "cached lists": True,
     }

@@ -3,7 +3,8 @@
 QwenImage before diffusers #13406 (fixture case DIF001/qwenimage_rope_pr13406: installed 0.42.1 with
 that PR's hunks reverted) copied its RoPE table to the device on every forward; our DIF001 rewrite
 must take that copy away with bit-identical outputs. The installed 0.42.1 still has the pattern in NucleusMoE
-(see test_cli_verify.py), and a scheduler lookup on the first step that DIF005 removes.
+(see test_cli_verify.py), and a scheduler lookup on the first step that DIF005 removes; Lumina2 copies
+its per-axis RoPE tables (a list) every forward until DIF001 caches them.
 """
 
 from __future__ import annotations
@@ -137,3 +138,16 @@ def test_dif007_reads_the_query_length_instead_of_the_max_of_its_filled_tensor(t
     assert (result.verdict, result.unit, len(result.rewrites)) == ("verified", "forward", 1)
     assert (result.before["sync"], result.after["sync"]) == (2.0, 1.0)
     assert result.parity["exact"]
+
+
+def test_lumina2s_rope_tables_are_copied_once_per_device_not_every_forward(tmp_path: Path) -> None:
+    # 0.42.1 as installed (main, 58eb52c080, has the same Lumina2RotaryPosEmbed): three tables, one per axis.
+    lumina2 = installed_diffusers() / "models/transformers/transformer_lumina2.py"
+    report = verify(installed_diffusers(), select=("DIF001",), paths=(lumina2,), work_dir=tmp_path)
+    result = _target(report, "Lumina2Transformer2DModel")
+    assert (result.verdict, result.rules, result.unit) == ("verified", ["DIF001"], "forward")
+    assert (result.before["h2d"], result.after["h2d"]) == (3.0, 0.0)
+    assert (result.before["sync"], result.after["sync"]) == (0.0, 0.0)
+    site = "models/transformers/transformer_lumina2.py:258"
+    assert result.site_changes == [{"site": site, "after_site": None, "before": {"h2d": 3}, "after": {}}]
+    assert (result.parity["exact"], result.parity["max_abs_diff"]) == (True, 0.0)
