@@ -106,7 +106,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
 
     code = "DIF001"
     name = "constant-device-copy"
-    summary = "a tensor built once in `__init__` is copied to the device on every call; cache it per device"
+    summary = "a tensor (or a list of them) built once in `__init__` is copied to the device on every call; cache it per device"
     fix_safeties = (FixSafety.UNSAFE,)
     trigger = re.compile(r"self\.\w+(?:\[[^\]]*\])?\.to\(|torch\.(?:tensor|Tensor|as_tensor)\(")
     trigger_text = (".to(", "torch.tensor(", "torch.Tensor(", "torch.as_tensor(")
