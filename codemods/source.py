@@ -279,6 +279,14 @@ def self_attribute(node: ast.AST) -> str | None:
     return None
 
 
+def local_or_self_name(node: ast.AST) -> str | None:
+    """`x` -> "x", `self.x` -> "self.x", anything else None: the names a binding is tracked by."""
+    if isinstance(node, ast.Name):
+        return node.id
+    attribute = self_attribute(node)
+    return None if attribute is None else f"self.{attribute}"
+
+
 def call_argument(call: ast.Call, keyword: str, position: int | None) -> ast.expr | None:
     """The argument given as `keyword=`, else the one at `position` (None: keyword only, or after a `*args`)."""
     for item in call.keywords:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from codemods.source import dotted_name
+from codemods.source import dotted_name, local_or_self_name
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -59,7 +59,7 @@ def bindings_by_name(function: Function, statements: list[ast.AST]) -> dict[str,
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             _bind(node.target, node, "value", node.value, add)
         elif isinstance(node, ast.AugAssign):
-            name = _name(node.target)
+            name = local_or_self_name(node.target)
             if name:
                 add(Binding(name, node, "augmented", node.value, operator=node.op))
         elif isinstance(node, ast.For | ast.AsyncFor):
@@ -91,16 +91,8 @@ def comprehension_bindings(name: str, chain: list[ast.AST]) -> list[Binding]:
     return found
 
 
-def _name(target: ast.expr) -> str | None:
-    if isinstance(target, ast.Name):
-        return target.id
-    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-        return f"self.{target.attr}"
-    return None
-
-
 def _bind(target: ast.expr, owner: ast.AST, kind: str, value: ast.expr | None, add) -> None:
-    name = _name(target)
+    name = local_or_self_name(target)
     if name is not None:
         add(Binding(name, owner, kind, value))
     elif isinstance(target, ast.Tuple | ast.List):
@@ -111,7 +103,7 @@ def _bind(target: ast.expr, owner: ast.AST, kind: str, value: ast.expr | None, a
             elif items is not None:
                 _bind(element, owner, kind, items[position], add)
             elif value is not None and kind == "value":
-                inner = _name(element)
+                inner = local_or_self_name(element)
                 if inner is not None:
                     add(Binding(inner, owner, "item", value, position=position))
                 else:
@@ -130,7 +122,7 @@ def _bind_loop(target: ast.expr, iterable: ast.expr, owner: ast.AST, add) -> Non
     elif function == "zip" and isinstance(target, ast.Tuple) and len(target.elts) == len(iterable.args):
         for element, source in zip(target.elts, iterable.args):
             _bind_loop(element, source, owner, add)
-    elif _name(target) is not None:
-        add(Binding(_name(target), owner, "element", iterable))  # type: ignore[arg-type]
+    elif local_or_self_name(target) is not None:
+        add(Binding(local_or_self_name(target), owner, "element", iterable))  # type: ignore[arg-type]
     else:
         _bind(target, owner, "unknown", None, add)

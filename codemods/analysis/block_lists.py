@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from codemods.analysis.types import constructed_type
-from codemods.source import dotted_name
+from codemods.source import dotted_name, local_or_self_name
 
 
 def appended_classes(methods: list[ast.FunctionDef]) -> tuple[str, ...]:
@@ -29,7 +29,7 @@ def appended_classes(methods: list[ast.FunctionDef]) -> tuple[str, ...]:
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "append"
                 and len(node.args) == 1
-                and _list_key(node.func.value) in lists
+                and local_or_self_name(node.func.value) in lists
             ):
                 continue
             value = node.args[0]
@@ -38,15 +38,6 @@ def appended_classes(methods: list[ast.FunctionDef]) -> tuple[str, ...]:
                 built = constructed.get(value.id)
             found.extend(built or ())
     return tuple(dict.fromkeys(found))
-
-
-def _list_key(node: ast.expr) -> str | None:
-    """`self.down_blocks` -> "self.down_blocks", `down_blocks` -> "down_blocks"."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return f"self.{node.attr}"
-    return None
 
 
 def _is_module_list(node: ast.expr) -> bool:
@@ -61,7 +52,7 @@ def _filled_lists(method: ast.FunctionDef) -> set[str]:
     for node in ast.walk(method):
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
-        key, value = _list_key(node.targets[0]), node.value
+        key, value = local_or_self_name(node.targets[0]), node.value
         if key is None:
             continue
         if key.startswith("self.") and _is_module_list(value):
