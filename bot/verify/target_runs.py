@@ -18,7 +18,7 @@ from bot.verify.report import TargetResult
 from bot.verify.runner import run_tree
 from bot.verify.target_result import target_result
 from bot.verify.targets import TargetSpec, all_targets
-from bot.verify.targets.from_tests import cannot_run, discover
+from bot.verify.targets.from_tests import cannot_run, discover, replaced_by
 from bot.verify.verdict import OUTPUT_RULES, STRUCTURE_RULES, Side
 from codemods.gated_tests import tests_dir_of
 
@@ -39,7 +39,7 @@ def verify_changes(
     changed = set(changes.changed_files)
     built_in = all_targets()
     tests_dir = _copy_tests(src, root)
-    from_checkout = discover(tests_dir, {spec.classes[0] for spec in built_in}) if tests_dir else []
+    from_checkout = discover(tests_dir, replaced_by(built_in)) if tests_dir else []
     specs = targets_to_run([*built_in, *from_checkout], tree, changed)
     say(f"{len(specs)} target(s) reach the changed files")
     checks = _compile_checks(specs, tree, changes.rewrites) if compile else {}

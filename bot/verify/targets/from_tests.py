@@ -34,6 +34,12 @@ _SCANNED = ("models", "pipelines")
 _OFFLINE_SIGNS = ("huggingface.co", "offline mode", "local cache", "disk cache", "does not appear to have a file")
 
 
+def replaced_by(built_in: list[TargetSpec]) -> set[str]:
+    """The classes whose checkout test targets `built_in` replace: each spec's first class, but for the
+    specs that run beside those targets."""
+    return {spec.classes[0] for spec in built_in if not spec.beside_checkout_tests}
+
+
 def discover(tests_dir: Path, covered: set[str]) -> list[TargetSpec]:
     """One target per model or pipeline class not in `covered`, from the first test class that configures it.
 

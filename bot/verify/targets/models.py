@@ -116,6 +116,24 @@ _QWEN = {
     "axes_dims_rope": (8, 4, 4),
 }
 
+
+# The transformer of diffusers' own Kandinsky 5 tests, text inputs 16 wide (kandinsky5.py's pipelines use it too).
+KANDINSKY5_TINY: dict[str, Any] = {
+    "in_visual_dim": 16,
+    "in_text_dim": 16,
+    "in_text_dim2": 16,
+    "time_dim": 16,
+    "out_visual_dim": 16,
+    "patch_size": (1, 2, 2),
+    "model_dim": 16,
+    "ff_dim": 32,
+    "num_text_blocks": 1,
+    "num_visual_blocks": 2,
+    "axes_dims": (1, 1, 2),
+    "visual_cond": False,
+    "attention_type": "regular",
+}
+
 RECIPES = [
     ModelRecipe("QwenImageTransformer2DModel", _QWEN, _qwen_inputs, exercises="forward through QwenEmbedRope"),
     ModelRecipe(
@@ -144,21 +162,7 @@ RECIPES = [
     ),
     ModelRecipe(
         "Kandinsky5Transformer3DModel",
-        {
-            "in_visual_dim": 16,
-            "in_text_dim": 16,
-            "in_text_dim2": 16,
-            "time_dim": 16,
-            "out_visual_dim": 16,
-            "patch_size": (1, 2, 2),
-            "model_dim": 16,
-            "ff_dim": 32,
-            "num_text_blocks": 1,
-            "num_visual_blocks": 2,
-            "axes_dims": (1, 1, 2),
-            "visual_cond": False,
-            "attention_type": "regular",
-        },
+        KANDINSKY5_TINY,
         lambda d: {
             "hidden_states": d.randn(1, 1, 4, 4, 16),
             "encoder_hidden_states": d.randn(1, 8, 16),
