@@ -21,7 +21,7 @@ PYTEST_WORKERS ?= auto
 # On 2 shared cores, two torch threads give 100x latency spikes.
 export OMP_NUM_THREADS := 1
 
-.PHONY: install demo test benchmark sweep browser verify-main tag clean
+.PHONY: install demo test lint benchmark sweep browser verify-main tag clean
 
 install: $(STAMP)
 
@@ -62,6 +62,10 @@ demo: $(DEMO_STAMP)
 
 test: install
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
+
+# The rule set pyproject.toml pins (tests/test_lint.py runs the same check).
+lint: install
+	$(BIN)/python -m ruff check .
 
 # TorchFix and Fixit pin libcst/click versions that clash with ours: they get their own venv.
 .venv-bench/bin/fixit:

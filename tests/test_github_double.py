@@ -10,7 +10,6 @@ import pytest
 import requests
 from github.GithubRetry import GithubRetry
 from github.Repository import Repository
-
 from github_double import Fault, GitHubDouble, github_double_fixture, push_branch, push_branches  # noqa: F401
 
 REPO = "huggingface/diffusers"

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import github
 import pytest
-from test_github_double import REPO, client, statuses
-
 from github_double import GitHubDouble, github_double_fixture, push_branch  # noqa: F401
+from test_github_double import REPO, client, statuses
 
 ISSUES = r"/repos/huggingface/diffusers/issues"
 

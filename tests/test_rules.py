@@ -12,8 +12,8 @@ from cli_runner import codemod
 from codemods.config import ConfigError
 from codemods.engine import Mode, RunOptions, run
 from codemods.findings import FixSafety
-from codemods.rules import all_rules, rule_class, select_rules
 from codemods.rule_docs import rule_sections
+from codemods.rules import all_rules, rule_class, select_rules
 from codemods.rules.base import DOC_SECTIONS
 from tools.fixture_cases import all_cases
 
