@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from bot.verify.emulated_device import install_emulated_device
+from bot.verify.census.emulated_device import install_emulated_device
 from bot.verify.targets import get_target
 
 OPS_PER_ROUND = 4  # linear, mul, cat, slice

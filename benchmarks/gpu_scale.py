@@ -29,11 +29,11 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
-from bot.verify.changes import rewrite_copy
+from bot.verify.planning.changes import rewrite_copy
 from bot.verify.real_scale.run import not_measured, run_real_scale
 from bot.verify.real_scale.scale import CaseRun, Scale
 from bot.verify.real_scale.table import real_scale_lines
-from codemods.project import installed_diffusers
+from codemods.project.index import installed_diffusers
 
 QWEN = "models/transformers/transformer_qwenimage.py"
 QWEN_CASE = "DIF001/qwenimage_rope_pr13406"

@@ -42,7 +42,7 @@ if version != "0.42.1":
 EOF
 took "checking the environment (imports torch)"
 
-SRC=$("$PYTHON" -c "from codemods.project import installed_diffusers; print(installed_diffusers())")
+SRC=$("$PYTHON" -c "from codemods.project.index import installed_diffusers; print(installed_diffusers())")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-verify.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 QWEN=models/transformers/transformer_qwenimage.py
@@ -60,7 +60,7 @@ took "preparing the QwenImage tree before #13406"
 status=0
 verify() {  # name, tree, file the engine may rewrite
     echo "=== $1"
-    "$PYTHON" -m codemods verify "$2" --select DIF001 --path "$2/$3" --device "$DEVICE" \
+    "$PYTHON" -m codemod_cli verify "$2" --select DIF001 --path "$2/$3" --device "$DEVICE" \
         --json "$REPORTS/$1.json" --markdown "$REPORTS/$1.md" --work-dir "$WORK/$1-work" || status=$?
     took "verify $1"
     "$PYTHON" -m benchmarks.verify_timings "$REPORTS/$1.json" "$WORK/$1-work" || true

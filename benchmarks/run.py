@@ -77,7 +77,7 @@ def installed_diffusers() -> Path:
 
 def profile_cold_run(tree: Path) -> str:
     """Where one single-process cold `--check` spends its time (cumulative, top entries)."""
-    from codemods.engine import Mode, RunOptions, run
+    from codemods.engine.entry import Mode, RunOptions, run
 
     gc.disable()  # as in the scan workers: the collector is what would dominate this in-process run
     profiler = cProfile.Profile()

@@ -47,8 +47,8 @@ WORKER = r"""
 import json, sys, torch
 sys.path.insert(0, {repository!r})
 import diffusers
-from bot.verify.census import SyncCensus
-from bot.verify.emulated_device import install_emulated_device
+from bot.verify.census.emulated import SyncCensus
+from bot.verify.census.emulated_device import install_emulated_device
 
 assert diffusers.__file__.startswith({tree!r}), diffusers.__file__
 device = install_emulated_device()

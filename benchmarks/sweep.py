@@ -5,7 +5,7 @@
 
 `make sweep` runs it under `nice`. Per release (a wheel from `tools/releases.py`, copied to a
 scratch tree): the run ends with 0 errors and no crash; every changed file compiles; every
-`# Copied from` pair that agreed before still agrees (check_copies' comparison, codemods.copies);
+`# Copied from` pair that agreed before still agrees (check_copies' comparison, codemods.project.copies);
 a second run changes nothing; where the release imports with this environment's torch (in a
 subprocess), every changed module still imports. Results are kept per release in the work
 directory (keyed by the tool's own source, so a changed rule reruns everything) and the table
@@ -30,7 +30,7 @@ sys.path.insert(0, str(PROJECT))
 
 from benchmarks.sweep_checks import broken_copies, changed_files, import_failures, uncompilable  # noqa: E402
 from benchmarks.sweep_report import write_docs  # noqa: E402
-from codemods.cache import tool_digest  # noqa: E402
+from codemods.engine.cache import tool_digest  # noqa: E402
 from codemods.rules import all_rules  # noqa: E402
 from tools.releases import PACKAGE, ReleaseUnavailable, release_tree  # noqa: E402
 

@@ -12,9 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from codemods.copies import CopyPair, copy_is_consistent, copy_pairs
-from codemods.files import read_source
-from codemods.project import ProjectIndex
+from codemods.project.copies import CopyPair, copy_is_consistent, copy_pairs
+from codemods.project.files import read_source
+from codemods.project.index import ProjectIndex
 
 _PATH = re.compile(r"\s*\(?(/[^\s)]+)+\)?")
 

@@ -26,8 +26,8 @@ def main(argv: list[str]) -> int:
     import torch
     import transformers
 
-    from bot.verify.census import SyncCensus
-    from bot.verify.emulated_device import install_emulated_device
+    from bot.verify.census.emulated import SyncCensus
+    from bot.verify.census.emulated_device import install_emulated_device
     from bot.verify.targets.from_tests import spec_for
 
     checkout = Path(argv[0]).resolve()

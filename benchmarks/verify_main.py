@@ -7,7 +7,7 @@ works on copies. Runs `codemod verify CHECKOUT/src/diffusers` once with this int
 verify-main CHECKOUT=...` uses the project's), nice'd, then prints and writes to --out:
 - `report.json`: the verifier's report;
 - `coverage.json` and `coverage.md`: changes by verdict, per rule, the unverified ones by reason
-  (see `bot.verify.coverage`), and the timings: the whole run, the slowest targets.
+  (see `bot.verify.judging.coverage`), and the timings: the whole run, the slowest targets.
 Arguments after `--` go to `codemod verify` as they are (`--device`, `--select`, `--python`...).
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
-from bot.verify.coverage import Coverage, coverage_of
+from bot.verify.judging.coverage import Coverage, coverage_of
 
 
 def main(argv: list[str]) -> int:

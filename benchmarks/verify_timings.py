@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.verify.protocol import timings_path
+from bot.verify.running.protocol import timings_path
 
 SIDES = ("original", "rewritten")
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bot.verify.turned_on_tests import VERIFIED_OPT_INS
-from codemods.copies import copy_pairs
-from codemods.engine import Mode, RunOptions, run
-from codemods.project import ProjectIndex
-from codemods.tree_paths import inside_tree
+from bot.verify.planning.turned_on_tests import VERIFIED_OPT_INS
+from codemods.project.copies import copy_pairs
+from codemods.engine.entry import Mode, RunOptions, run
+from codemods.project.index import ProjectIndex
+from codemods.project.tree_paths import inside_tree
 
 PACKAGE_DIR = PurePosixPath("src/diffusers")
 

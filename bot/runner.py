@@ -13,19 +13,19 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from bot import body as bodies
-from bot.dashboard.issue import DashboardIssue, DashboardState
-from bot.dashboard.update import CensusSource, update_dashboard
-from bot.git import Git, GitError, GitIdentity
-from bot.github_api import ClientSettings, GitHubUnavailable, connect, unavailable_reason
+from bot.github import body as bodies
+from bot.github.dashboard.issue import DashboardIssue, DashboardState
+from bot.github.dashboard.update import CensusSource, update_dashboard
+from bot.github.git import Git, GitError, GitIdentity
+from bot.github.api import ClientSettings, GitHubUnavailable, connect, unavailable_reason
 from bot.groups import PACKAGE_DIR, FixGroup, find_groups
 from bot.plan import Plan
-from bot.publish import Publisher, PublishSettings, VerificationSource
-from bot.pulls import PullRequests
+from bot.github.publish import Publisher, PublishSettings, VerificationSource
+from bot.github.pulls import PullRequests
 from bot.summary import RunSummary
 from bot.verification import Verification, Verifier, real_verifier, verify_group
-from bot.verify.html_report import write_html
-from bot.verify.report import VerifyReport
+from bot.verify.reporting.html_report import write_html
+from bot.verify.reporting.report import VerifyReport
 from codemods.rules import select_rules
 
 

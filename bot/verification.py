@@ -45,7 +45,7 @@ def real_verifier(
     group fails at once with the same one-line reason instead of trying the build again.
     """
     from bot.verify import verify
-    from bot.verify.environment import EnvironmentFailed, TorchSource, interpreter_for
+    from bot.verify.checkout.environment import EnvironmentFailed, TorchSource, interpreter_for
 
     resolved: dict[Path, Path | None | EnvironmentFailed] = {}
 

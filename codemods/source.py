@@ -1,7 +1,7 @@
 """One Python file as the rules see it: text, stdlib `ast` tree, positions, suppressions.
 
 Detection uses stdlib `ast` (10x faster to parse than libcst); libcst is paid for only
-in files that get a fix (see `codemods.apply`).
+in files that get a fix (see `codemods.engine.apply`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 def codemod(
     *args: str, cwd: Path, cache: Path | None = None, default_cache: bool = False
 ) -> subprocess.CompletedProcess:
-    """Run `python -m codemods ARGS` in `cwd`; the cache in `cache` (default: `cwd/.cache`), or, with
+    """Run `python -m codemod_cli ARGS` in `cwd`; the cache in `cache` (default: `cwd/.cache`), or, with
     `default_cache`, where the tool puts it by itself."""
     env = {key: value for key, value in os.environ.items() if key != "CODEMOD_CACHE_DIR"}
     if not default_cache:

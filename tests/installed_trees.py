@@ -11,8 +11,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemods.engine import Mode, RunOptions, RunResult, run
-from codemods.project import installed_diffusers
+from codemods.engine.entry import Mode, RunOptions, RunResult, run
+from codemods.project.index import installed_diffusers
 from tools.checkout_layout import write_checkout_config
 
 

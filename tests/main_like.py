@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from shared_session import build_once
 
-from bot.verify.environment import TorchSource, environment_for
-from codemods.project import installed_diffusers
+from bot.verify.checkout.environment import TorchSource, environment_for
+from codemods.project.index import installed_diffusers
 
 ONLY = (
     "models/transformers/transformer_nucleusmoe_image.py",

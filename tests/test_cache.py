@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from cli_runner import codemod
 
-from codemods.engine import Mode, RunOptions, RunResult, run
-from codemods.project import installed_diffusers
+from codemods.engine.entry import Mode, RunOptions, RunResult, run
+from codemods.project.index import installed_diffusers
 from tools.fixture_cases import all_cases, find_case, write_files
 
 DDPM = installed_diffusers() / "pipelines" / "ddpm" / "pipeline_ddpm.py"

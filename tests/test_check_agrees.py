@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.engine import Mode, RunOptions, RunResult, run
+from codemods.engine.entry import Mode, RunOptions, RunResult, run
 from codemods.findings import Finding
 from tests.installed_trees import copy_installed_diffusers
 

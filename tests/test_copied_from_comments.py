@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.facts import extract_facts
+from codemods.project.facts import extract_facts
 
 SOURCE = """\
 class DDIMPipeline:

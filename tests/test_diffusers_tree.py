@@ -12,7 +12,7 @@ from pathlib import Path
 from installed_trees import DiffusersTrees
 
 from benchmarks.sweep_checks import import_failures
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 
 
 def test_the_run_has_no_errors_and_changes_files(diffusers_trees: DiffusersTrees) -> None:

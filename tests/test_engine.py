@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 import codemods.engine
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 from codemods.errors import RunAborted
-from codemods.project import TreeInfo, installed_diffusers, module_name
+from codemods.project.index import TreeInfo, installed_diffusers, module_name
 from codemods.rules import select_rules
 from codemods.rules.output_attribute_access import OutputAttributeAccess
-from codemods.scan import ScanJob, run_scan_job
+from codemods.engine.scan import ScanJob, run_scan_job
 from tools.fixture_cases import all_cases, write_files
 
 
@@ -171,7 +171,7 @@ def test_static_runs_never_import_torch(tree: Path) -> None:
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from codemods.engine import RunOptions, run\n"
+        "from codemods.engine.entry import RunOptions, run\n"
         f"run(RunOptions(paths=(Path({str(tree)!r}),), jobs=1))\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'diffusers')))\n"
     )

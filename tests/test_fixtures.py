@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 from tools.fixture_cases import Case, all_cases, find_case, make_diff, write_files
 from tools.fixture_cases.sources import module_text
 

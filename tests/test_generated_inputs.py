@@ -16,9 +16,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codemods.engine import Mode, RunOptions, run
-from codemods.files import read_source
-from codemods.project import installed_diffusers
+from codemods.engine.entry import Mode, RunOptions, run
+from codemods.project.files import read_source
+from codemods.project.index import installed_diffusers
 from codemods.rules import all_rules
 
 DIFFUSERS_FILES = (

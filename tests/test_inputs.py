@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 from codemods.rules.output_attribute_access import OutputAttributeAccess
 
 EXAMPLE = OutputAttributeAccess.invalid[0]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.sweep_checks import broken_copies, changed_files, uncompilable
-from codemods.engine import Mode, RunOptions, RunResult, run
+from codemods.engine.entry import Mode, RunOptions, RunResult, run
 from tools.releases import ReleaseUnavailable, release_tree
 
 SLICE = ("0.10.0", "0.16.1", "0.21.4")

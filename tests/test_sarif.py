@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.sarif_fixes import replacements
+from codemods.output.sarif_fixes import replacements
 from tools.fixture_cases import find_case
 
 ADAPTER = find_case("DIF004/adapter_denoising_loop")

@@ -15,11 +15,11 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from bot.body import reproduce_command
+from bot.github.body import reproduce_command
 from bot.groups import find_groups
 from codemods.errors import UsageError
-from codemods.project import installed_diffusers
-from codemods.tree_paths import inside_tree
+from codemods.project.index import installed_diffusers
+from codemods.project.tree_paths import inside_tree
 
 DDPM = "pipelines/ddpm/pipeline_ddpm.py"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from codemods import __version__
-from codemods.rule_docs import TOOL_URL, pip_requirement
+from codemods.output.rule_docs import TOOL_URL, pip_requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]

@@ -3,7 +3,7 @@
 `verify(src, ...)` rewrites a copy of a diffusers tree with the engine and runs every target
 that reaches a rewrite in both trees, each tree in its own subprocess; see `bot.verify.api`.
 Importing this package imports neither torch nor diffusers, nor the engine: a worker runs
-`bot.verify.worker` in the checkout's environment, which has none of this project's dependencies.
+`bot.verify.running.worker` in the checkout's environment, which has none of this project's dependencies.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bot.verify.api import verify
-    from bot.verify.report import TargetResult, VerifyReport
+    from bot.verify.reporting.report import TargetResult, VerifyReport
 
 __all__ = ["TargetResult", "VerifyReport", "verify"]
 
@@ -23,7 +23,6 @@ def __getattr__(name: str) -> Any:
 
         return verify
     if name in ("TargetResult", "VerifyReport"):
-        from bot.verify import report
-
+        from bot.verify.reporting import report
         return getattr(report, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,7 @@ import importlib
 import pkgutil
 from functools import cache
 
-from codemods.config import ConfigError
+from codemods.project.config import ConfigError
 from codemods.rules.base import Rule
 
 

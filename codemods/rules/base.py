@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from codemods.findings import Edit, Finding, Fix, FixSafety, ImportRequest
-from codemods.project import ProjectIndex, TreeInfo
+from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.source import SourceFile
 
 if TYPE_CHECKING:

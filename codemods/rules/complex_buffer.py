@@ -5,7 +5,7 @@ import re
 from collections.abc import Iterator
 
 from codemods.findings import Finding
-from codemods.project import TreeInfo
+from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile, dotted_name, enclosing
 

@@ -4,20 +4,20 @@ import ast
 import re
 from collections.abc import Iterator
 
-from codemods.analysis.attributes import class_attributes, module_lineage
-from codemods.analysis.constant_tensors import constant_tensor
-from codemods.analysis.device_moves import DeviceMove, device_move
-from codemods.analysis.enclosing import method_owner, module_functions
-from codemods.analysis.hot_paths import hot_paths
-from codemods.analysis.tensor_lists import listed_attribute, table_lists
-from codemods.device_getter_edits import DeviceGetterEdits
-from codemods.device_getter_lists import plan_list_getter
-from codemods.device_getter_sites import Site
-from codemods.device_getter_stores import is_store
-from codemods.device_getter_stores import stored_only as stored_only_attributes
-from codemods.device_getters import GetterPlan, plan_getter
+from codemods.analysis.models.attributes import class_attributes, module_lineage
+from codemods.analysis.values.constant_tensors import constant_tensor
+from codemods.analysis.values.device_moves import DeviceMove, device_move
+from codemods.analysis.values.enclosing import method_owner, module_functions
+from codemods.analysis.models.hot_paths import hot_paths
+from codemods.analysis.models.tensor_lists import listed_attribute, table_lists
+from codemods.edits.getters.rewrites import DeviceGetterEdits
+from codemods.edits.getters.lists import plan_list_getter
+from codemods.edits.getters.sites import Site
+from codemods.edits.getters.stores import is_store
+from codemods.edits.getters.stores import stored_only as stored_only_attributes
+from codemods.edits.getters.plan import GetterPlan, plan_getter
 from codemods.findings import Finding, FixSafety
-from codemods.project import TreeInfo
+from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile, self_attribute, shortened
 
@@ -33,7 +33,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     table moved and stored back on the module (`self.freqs = self.freqs.to(device)`, alone or under
     `if self.pos_freqs.device != device:`), and reports `torch.tensor(<constant or config
     list>).to(device)` built in hot code, and `self.X[i].to(device)` of a list of tensors built once
-    in `__init__` and never changed (Lumina2's per-axis RoPE tables; `analysis/tensor_lists.py`).
+    in `__init__` and never changed (Lumina2's per-axis RoPE tables; `analysis/models/tensor_lists.py`).
 
     ## Why is this bad?
     Nothing ever moves a plain attribute, so it stays on the CPU and every call copies it
@@ -63,7 +63,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
         txt_freqs = pos_freqs_device[max_vid_index : max_vid_index + max_txt_seq_len_int, ...]
     ```
     A list of tables (Lumina2's `self.freqs_cis[i].to(ids.device)`) gets one getter returning the
-    moved list as a tuple, indexed where an element was moved (`codemods/device_getter_lists.py`):
+    moved list as a tuple, indexed where an element was moved (`codemods/edits/getters/lists.py`):
     ```python
     @lru_cache_unless_export(maxsize=None)
     def _get_device_freqs_cis(self, device: torch.device) -> tuple[torch.Tensor, ...]:

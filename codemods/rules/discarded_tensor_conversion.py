@@ -4,11 +4,11 @@ import ast
 import re
 from collections.abc import Iterator
 
-from codemods.analysis.class_places import places_at
-from codemods.analysis.discarded_results import discarded_conversion, provably_tensor
-from codemods.analysis.hot_paths import is_scheduler
+from codemods.analysis.placement.class_places import places_at
+from codemods.analysis.placement.discarded_results import discarded_conversion, provably_tensor
+from codemods.analysis.models.hot_paths import is_scheduler
 from codemods.findings import Finding
-from codemods.project import TreeInfo
+from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile, dotted_name, enclosing, shortened
 

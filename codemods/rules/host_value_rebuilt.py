@@ -5,8 +5,8 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from codemods.analysis.class_places import places_at
-from codemods.analysis.factory_moves import (
+from codemods.analysis.placement.class_places import places_at
+from codemods.analysis.placement.factory_moves import (
     device_values,
     is_empty_data,
     is_move,
@@ -14,7 +14,7 @@ from codemods.analysis.factory_moves import (
     moved_by,
     why_no_device_fix,
 )
-from codemods.analysis.host_factories import (
+from codemods.analysis.placement.host_factories import (
     EXACT_FACTORIES,
     FROM_DATA,
     RANGE_FACTORIES,
@@ -26,17 +26,17 @@ from codemods.analysis.host_factories import (
     host_factory,
     keyword,
 )
-from codemods.analysis.hot_paths import STEP_LOOPS, hot_paths
-from codemods.analysis.model_call_loops import host_data_per_denoiser_pass
-from codemods.analysis.place import Place
-from codemods.analysis.placement import FunctionPlaces
-from codemods.device_getter_builds import cached_build
-from codemods.device_getter_edits import DeviceGetterEdits
-from codemods.device_getters import GetterPlan
+from codemods.analysis.models.hot_paths import STEP_LOOPS, hot_paths
+from codemods.analysis.models.model_call_loops import host_data_per_denoiser_pass
+from codemods.analysis.placement.place import Place
+from codemods.analysis.placement.function_places import FunctionPlaces
+from codemods.edits.getters.builds import cached_build
+from codemods.edits.getters.rewrites import DeviceGetterEdits
+from codemods.edits.getters.plan import GetterPlan
 from codemods.findings import Edit, Finding, Fix, FixSafety
-from codemods.layout import add_keyword_argument, argument_layout
+from codemods.edits.call_layout import add_keyword_argument, argument_layout
 from codemods.lazy import libcst as cst
-from codemods.project import TreeInfo
+from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import Ancestors, SourceFile, dotted_name, shortened
 
@@ -54,7 +54,7 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
     such a factory and then moved (`torch.exp(exponent).to(t.device)`, `exponent` an `arange`).
     A scheduler's `step()` and what it calls are hot too (UniPC's `torch.tensor(rks, device=device)`
     ), and so is a pipeline loop that runs a denoiser on every pass without stepping the scheduler
-    (GLM-Image's per-condition-image `target_size`; `analysis/model_call_loops.py`).
+    (GLM-Image's per-condition-image `target_size`; `analysis/models/model_call_loops.py`).
     `if not torch.is_tensor(t):` fallbacks are cold and left alone; random
     draws (`randn_tensor(...).to(device)`) are never flagged: drawing on the device would give
     other numbers. So is `torch.tensor(self.long_factor, ...)` of a list set in `__init__` (OmniGen).
@@ -95,7 +95,7 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
     `torch.tensor(self.<attr>, ...)` cached per device is unsafe, as DIF001's getters are: same
     values, but one tensor for every call, so a change to the list from outside the class, or to the
     tensor by a caller, would persist. It is offered only where the module proves the rest
-    (`analysis/init_constants.py`: an `nn.Module`; only a constant `dtype=` and a device; the
+    (`analysis/models/init_constants.py`: an `nn.Module`; only a constant `dtype=` and a device; the
     attribute set once in `__init__` from a literal or `__init__`'s arguments, and only ever copied;
     the result not changed in place; the getter's name free); otherwise the finding says why.
     The rest is reported (the remedy, a tensor built once or `t.expand(...)`, changes the code's shape).

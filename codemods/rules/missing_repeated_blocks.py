@@ -5,12 +5,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 
-from codemods.analysis.block_stacks import REPEATED_BLOCKS, UNREADABLE, existing_list, is_model_class
-from codemods.analysis.model_graph import ModuleGraph, builders, denoising, factory_blocks, lineage, module_graph
-from codemods.class_attribute_edits import ClassAttributeEdits, ClassAttributePlacement
+from codemods.analysis.models.block_stacks import REPEATED_BLOCKS, UNREADABLE, existing_list, is_model_class
+from codemods.analysis.models.model_graph import ModuleGraph, builders, denoising, factory_blocks, lineage, module_graph
+from codemods.edits.class_attributes import ClassAttributeEdits, ClassAttributePlacement
 from codemods.findings import Finding, FixSafety
-from codemods.gated_tests import tests_turned_on
-from codemods.project import ProjectIndex, TreeInfo
+from codemods.project.gated_tests import tests_turned_on
+from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile
 

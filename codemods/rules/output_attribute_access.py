@@ -6,12 +6,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from codemods.analysis.output_proof import OutputForm, output_form
-from codemods.analysis.output_reads import OutputRead, output_read
+from codemods.analysis.models.output_proof import OutputForm, output_form
+from codemods.analysis.models.output_reads import OutputRead, output_read
 from codemods.findings import Edit, Finding, FixSafety
-from codemods.layout import Layout, add_keyword_argument, argument_layout
+from codemods.edits.call_layout import Layout, add_keyword_argument, argument_layout
 from codemods.lazy import libcst as cst
-from codemods.project import ProjectIndex, TreeInfo
+from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile, enclosing
 

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from codemods.analysis.class_places import ClassPlaces, class_places
-from codemods.analysis.discarded_results import DiscardedConversion
-from codemods.analysis.hot_paths import hot_paths, is_scheduler
-from codemods.analysis.sigma_consumers import CONSUMER_PATTERN, SigmaConsumer, consumers_verdict, sigma_consumers
-from codemods.analysis.sigma_flow import SigmaFlowAnalysis, SigmaUse
-from codemods.analysis.sigma_setter import (
+from codemods.analysis.placement.class_places import ClassPlaces, class_places
+from codemods.analysis.placement.discarded_results import DiscardedConversion
+from codemods.analysis.models.hot_paths import hot_paths, is_scheduler
+from codemods.analysis.schedules.sigma_consumers import CONSUMER_PATTERN, SigmaConsumer, consumers_verdict, sigma_consumers
+from codemods.analysis.schedules.sigma_flow import SigmaFlowAnalysis, SigmaUse
+from codemods.analysis.schedules.sigma_setter import (
     Move,
     anchor,
     describe,
@@ -24,7 +24,7 @@ from codemods.analysis.sigma_setter import (
 )
 from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.lazy import libcst as cst
-from codemods.project import ProjectIndex, TreeInfo
+from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from codemods.analysis.attributes import class_attributes, module_lineage
+from codemods.analysis.models.attributes import class_attributes, module_lineage
 
 
 def _module(code: str) -> ast.Module:

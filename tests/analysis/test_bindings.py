@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from codemods.analysis.bindings import FunctionBindings
+from codemods.analysis.values.bindings import FunctionBindings
 
 
 def _reaching(code: str, name: str, line: int) -> list[int]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codemods.analysis.denoisers import Denoising, PipelineComponents, pipeline_components
-from codemods.project import installed_diffusers
+from codemods.analysis.models.denoisers import Denoising, PipelineComponents, pipeline_components
+from codemods.project.index import installed_diffusers
 from codemods.source import SourceFile
 
 

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from codemods.analysis.device_moves import changed_in_place, device_move
+from codemods.analysis.values.device_moves import changed_in_place, device_move
 
 
 def _call(code: str) -> ast.Call:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.analysis.host_reads import host_reads
+from codemods.analysis.placement.host_reads import host_reads
 
 
 def _reads(statement: str) -> list[tuple[str, str]]:

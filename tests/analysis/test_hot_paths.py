@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from codemods.analysis.hot_paths import hot_paths
+from codemods.analysis.models.hot_paths import hot_paths
 from codemods.source import SourceFile
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codemods.analysis.loop_arguments import LoopShaping, loop_shaping
-from codemods.project import installed_diffusers
+from codemods.analysis.models.loop_arguments import LoopShaping, loop_shaping
+from codemods.project.index import installed_diffusers
 
 PIPELINE = '''
 class Pipe:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from codemods.analysis.model_call_loops import host_data_per_denoiser_pass
+from codemods.analysis.models.model_call_loops import host_data_per_denoiser_pass
 from codemods.source import SourceFile
 
 PIPELINE = """

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from codemods.analysis.class_places import places_at
-from codemods.analysis.place import Place
+from codemods.analysis.placement.class_places import places_at
+from codemods.analysis.placement.place import Place
 from codemods.source import SourceFile
 
 

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from codemods.analysis.precomputed_schedule import ScheduleReplay, is_first_element_item, schedule_replay
+from codemods.analysis.schedules.precomputed_schedule import ScheduleReplay, is_first_element_item, schedule_replay
 
 torch = pytest.importorskip("torch")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.analysis.schedule_calls import ScheduleCall, schedule_call
+from codemods.analysis.schedules.schedule_calls import ScheduleCall, schedule_call
 
 
 def _call(text: str) -> ScheduleCall | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from codemods.analysis.schedule_slices import timesteps_slice_receiver
+from codemods.analysis.schedules.schedule_slices import timesteps_slice_receiver
 
 
 def _receiver(body: str) -> str | None:

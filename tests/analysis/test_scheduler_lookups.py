@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods.analysis.scheduler_lookups import IndexLookups, every_call_lookup, index_lookups
-from codemods.project import ProjectIndex, installed_diffusers
+from codemods.analysis.schedules.scheduler_lookups import IndexLookups, every_call_lookup, index_lookups
+from codemods.project.index import ProjectIndex, installed_diffusers
 
 
 @pytest.fixture(scope="module")

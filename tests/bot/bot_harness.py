@@ -17,9 +17,9 @@ import pytest
 from diffusers_tree import PACKAGE, tree_files
 from github_double import GitHubDouble, push_branch
 
-from bot.github_api import ClientSettings
+from bot.github.api import ClientSettings
 from bot.runner import BotOptions
-from bot.verify.own_tests import OwnTests
+from bot.verify.checkout.own_tests import OwnTests
 
 # PyGithub's policy, minus the waiting: same retries, no spacing between requests.
 FAST_CLIENT = ClientSettings(

@@ -23,7 +23,7 @@ from github_double import Fault, GitHubDouble, push_branch
 
 from bot.runner import BotOptions, census, plan, run
 from bot.summary import Outcome
-from bot.verify.report import TargetResult, VerifyReport
+from bot.verify.reporting.report import TargetResult, VerifyReport
 
 ISSUES = r"/repos/huggingface/diffusers/issues"
 KANDINSKY_ID = "dif004-pipelines-kandinsky"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from github_double import GitHubDouble
 
-from bot.git import Git, GitError, GitIdentity
+from bot.github.git import Git, GitError, GitIdentity
 
 TOKEN = "ghs_secret_token_123"
 

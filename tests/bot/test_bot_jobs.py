@@ -96,7 +96,7 @@ def test_a_run_that_would_write_needs_a_token(tmp_path: Path) -> None:
 
 
 def test_importing_the_cli_loads_neither_pygithub_nor_torch() -> None:
-    code = "import sys, codemods.cli; print(sorted({m.split('.')[0] for m in sys.modules} & {'github', 'torch', 'requests', 'diffusers'}))"
+    code = "import sys, codemod_cli.app; print(sorted({m.split('.')[0] for m in sys.modules} & {'github', 'torch', 'requests', 'diffusers'}))"
 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 

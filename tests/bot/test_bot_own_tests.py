@@ -9,8 +9,8 @@ from bot_harness import FakeReport, FakeTarget
 
 from bot.groups import FixGroup
 from bot.verification import verify_group
-from bot.verify.own_tests import OwnTests
-from bot.verify.repo_checks import CheckResult, RepoChecks
+from bot.verify.checkout.own_tests import OwnTests
+from bot.verify.checkout.repo_checks import CheckResult, RepoChecks
 
 BROKEN = {"test": "tests/models/test_ops.py::OpsFastTests::test_scale", "message": "assert 5 == 6"}
 

@@ -11,7 +11,7 @@ from bot_harness import FAST_CLIENT, REPO
 from github_double import GitHubDouble
 
 from bot.runner import BotOptions, run
-from codemods.project import installed_diffusers
+from codemods.project.index import installed_diffusers
 
 pytest.importorskip("torch")
 

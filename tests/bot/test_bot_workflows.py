@@ -15,8 +15,8 @@ import typer
 import yaml
 
 from codemods import __version__
-from codemods.cli import app
-from codemods.rule_docs import TOOL_URL
+from codemod_cli.app import app
+from codemods.output.rule_docs import TOOL_URL
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"

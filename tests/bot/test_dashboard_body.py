@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bot.dashboard.layout import GITHUB_BODY_LIMIT, Section, fit
-from bot.dashboard.render import DashboardContent, render
-from bot.dashboard.ticks import IGNORE, OPEN_NOW, Ticks, checkbox, findings_key
+from bot.github.dashboard.layout import GITHUB_BODY_LIMIT, Section, fit
+from bot.github.dashboard.render import DashboardContent, render
+from bot.github.dashboard.ticks import IGNORE, OPEN_NOW, Ticks, checkbox, findings_key
 from bot.groups import ReportOnly
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

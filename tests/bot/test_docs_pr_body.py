@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from codemods.rule_docs import pip_requirement, rule_sections
+from codemods.output.rule_docs import pip_requirement, rule_sections
 
 BOT_DOCS = Path(__file__).resolve().parents[2] / "docs" / "bot.md"
-# Body heading -> the rule documentation's section the bot copies into it (bot/body.py).
+# Body heading -> the rule documentation's section the bot copies into it (bot/github/body.py).
 SECTIONS = {"What": "What it does", "Why": "Why is this bad?", "Fix safety": "Fix safety", "Background": "Evidence"}
 
 

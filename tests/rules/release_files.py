@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.project import installed_diffusers
+from codemods.project.index import installed_diffusers
 from tools.releases import ReleaseUnavailable, release_tree
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from installed_trees import DiffusersTrees, run_python_in_tree
 
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 from tools.fixture_cases import find_case, write_files
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from release_files import installed_copy, release_copy
 
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 
 
 def _fix(path: Path):

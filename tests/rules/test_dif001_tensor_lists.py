@@ -9,7 +9,7 @@ import ast
 import textwrap
 from pathlib import Path
 
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 from codemods.findings import FixSafety
 from tools.fixture_cases import find_case, write_files
 

@@ -57,8 +57,8 @@ schedule("cpu")
 cpu_device = str(scheduler.sigmas.device)
 torch.save(run("cpu"), {saved!r})
 
-from bot.verify.census import SyncCensus
-from bot.verify.emulated_device import install_emulated_device
+from bot.verify.census.emulated import SyncCensus
+from bot.verify.census.emulated_device import install_emulated_device
 
 emu = install_emulated_device()
 schedule(emu)

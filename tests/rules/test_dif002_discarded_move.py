@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from release_files import release_copy, release_text
 
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 from codemods.findings import FixSafety
 
 MOVE = 'sigmas.to("cpu")'

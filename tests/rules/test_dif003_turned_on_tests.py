@@ -13,8 +13,8 @@ from pathlib import Path
 from cli_runner import codemod
 from installed_trees import copy_installed_diffusers
 
-from codemods.engine import Mode, RunOptions, run
-from codemods.gated_tests import CheckoutGates
+from codemods.engine.entry import Mode, RunOptions, run
+from codemods.project.gated_tests import CheckoutGates
 
 COMPILE_MIXIN = """\
 import pytest

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from installed_trees import DiffusersTrees, run_python_in_tree
 
-from codemods.engine import Mode, RunOptions, RunResult, run
-from codemods.project import installed_diffusers
+from codemods.engine.entry import Mode, RunOptions, RunResult, run
+from codemods.project.index import installed_diffusers
 from tools.releases import release_tree
 
 PIPELINE = "pipelines/stable_diffusion/pipeline_stable_diffusion.py"

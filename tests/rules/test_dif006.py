@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from release_files import installed_copy, release_copy
 
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 from codemods.findings import FixSafety
 
 FORWARD = """

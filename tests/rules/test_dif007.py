@@ -7,7 +7,7 @@ from pathlib import Path
 
 from release_files import installed_copy
 
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 
 
 def _messages(tmp_path: Path, code: str) -> list[tuple[int, str]]:

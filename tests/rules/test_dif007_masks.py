@@ -10,7 +10,7 @@ from pathlib import Path
 
 from release_files import installed_copy
 
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 
 LLADA2 = "pipelines/llada2/pipeline_llada2.py"
 BLOCK_REFINEMENT = "schedulers/scheduling_block_refinement.py"

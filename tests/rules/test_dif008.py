@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 
 MODULE = """
 import torch

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from release_files import installed_copy
 
-from codemods.engine import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, run
 
 
 def _check(*paths: Path):

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from bot.verify.emulated_device import install_emulated_device
+from bot.verify.census.emulated_device import install_emulated_device
 
 
 @pytest.fixture(scope="session")

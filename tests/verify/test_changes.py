@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.verify.changes import rewrites_of
+from bot.verify.planning.changes import rewrites_of
 from codemods.findings import Edit, Finding, Fix, FixSafety, ImportRequest, NodeRef
 
 BEFORE = """\

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from bot.verify import verify
-from bot.verify.report import VerifyReport
+from bot.verify.reporting.report import VerifyReport
 from bot.verify.targets.from_tests import discover
-from codemods.project import installed_diffusers
+from codemods.project.index import installed_diffusers
 
 LATTE = "models/transformers/latte_transformer_3d.py"
 SUPER_RESOLUTION = "pipelines/latent_diffusion/pipeline_latent_diffusion_superresolution.py"

@@ -12,8 +12,8 @@ import pytest
 import torch
 from test_html_report import parse
 
-from bot.verify.census_summary import measured
-from codemods.project import installed_diffusers
+from bot.verify.census.summary import measured
+from codemods.project.index import installed_diffusers
 
 NUCLEUS = "models/transformers/transformer_nucleusmoe_image.py"
 

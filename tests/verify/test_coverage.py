@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.verify.coverage import OTHER, coverage_of, reason_kind
+from bot.verify.judging.coverage import OTHER, coverage_of, reason_kind
 
 REPORT = {
     "rewrites": {

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.verify.covering_tests import CheckoutTests
+from bot.verify.planning.covering_tests import CheckoutTests
 
 # package-relative file -> its source (only the class lines matter)
 PACKAGE = {

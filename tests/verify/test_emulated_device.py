@@ -6,8 +6,8 @@ import pytest
 import torch
 from diffusers import EulerDiscreteScheduler, FlowMatchEulerDiscreteScheduler, QwenImageTransformer2DModel, UNet2DModel
 
-from bot.verify.emulated_device import install_emulated_device
-from bot.verify.emulated_tensor import EmulatedTensor, observe_device_ops
+from bot.verify.census.emulated_device import install_emulated_device
+from bot.verify.census.emulated_tensor import EmulatedTensor, observe_device_ops
 
 
 def _ops_run_by(action: Callable[[], object]) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from main_like import MainLike
 
-from bot.verify.environment import (
+from bot.verify.checkout.environment import (
     EnvironmentFailed,
     TorchSource,
     check_interpreter,
@@ -22,7 +22,7 @@ from bot.verify.environment import (
     environment_for,
     environment_key,
 )
-from codemods.project import installed_diffusers
+from codemods.project.index import installed_diffusers
 
 VERSIONS = "import huggingface_hub, torch; print(huggingface_hub.__version__, torch.__version__)"
 

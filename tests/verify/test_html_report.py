@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.verify.html_report import html_page, write_html
-from bot.verify.report import TargetResult, VerifyReport
+from bot.verify.reporting.html_report import html_page, write_html
+from bot.verify.reporting.report import TargetResult, VerifyReport
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 EXACT = {"max_abs_diff": 0.0, "mean_abs_diff": 0.0, "exact": True, "tolerance": 0.0, "passed": True, "detail": ""}

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from bot.verify import verify
-from bot.verify.report import VerifyReport
-from codemods.project import installed_diffusers
+from bot.verify.reporting.report import VerifyReport
+from codemods.project.index import installed_diffusers
 
 KANDINSKY5 = installed_diffusers() / "pipelines" / "kandinsky5"
 MODULES = (

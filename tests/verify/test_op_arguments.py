@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
-from bot.verify.op_arguments import leaves, map_leaves
+from bot.verify.census.op_arguments import leaves, map_leaves
 
 Pair = namedtuple("Pair", "first second")
 

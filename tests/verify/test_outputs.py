@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy
 import torch
 
-from bot.verify.outputs import compare, flatten_outputs
+from bot.verify.running.outputs import compare, flatten_outputs
 
 
 def test_nested_outputs_flatten_to_named_tensors() -> None:

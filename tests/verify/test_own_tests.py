@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.verify.own_tests import OwnTests, run_own_tests
-from bot.verify.report import VerifyReport
+from bot.verify.checkout.own_tests import OwnTests, run_own_tests
+from bot.verify.reporting.report import VerifyReport
 
 OPS = """\
 def add(a, b):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.verify.changes import Rewrite
-from bot.verify.plan import LoopShapes, TreeMap, exercised, targets_to_run
+from bot.verify.planning.changes import Rewrite
+from bot.verify.planning.plan import LoopShapes, TreeMap, exercised, targets_to_run
 from bot.verify.targets import TargetSpec, all_targets, get_target
 
 

@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from bot.verify.changes import ChangeSet, Rewrite
+from bot.verify.planning.changes import ChangeSet, Rewrite
 from bot.verify.real_scale.builders import released_model
 from bot.verify.real_scale.cases import KANDINSKY5_T2V, cases_for
 from bot.verify.real_scale.measure import host_waits, measure_case
 from bot.verify.real_scale.run import not_measured, pair, real_scale_section
 from bot.verify.real_scale.scale import CaseRun, Scale
 from bot.verify.real_scale.table import real_scale_lines
-from bot.verify.report import VerifyReport
-from codemods.engine import Mode, RunResult
-from codemods.project import installed_diffusers
+from bot.verify.reporting.report import VerifyReport
+from codemods.engine.entry import Mode, RunResult
+from codemods.project.index import installed_diffusers
 
 PROJECT = Path(__file__).resolve().parents[2]
 REDUCED = Scale(blocks=1, pixels=64, frames=1, text_tokens=8, steps=2, repeats=1)
@@ -225,7 +225,7 @@ def test_gpu_scale_sh_stops_with_exit_2_on_a_machine_without_cuda() -> None:
 
 
 def test_both_trees_run_the_case_in_their_own_workers_and_the_rewrites_ran(tmp_path: Path) -> None:
-    from bot.verify.changes import rewrite_copy
+    from bot.verify.planning.changes import rewrite_copy
     from bot.verify.real_scale.run import run_real_scale
 
     nucleus = "models/transformers/transformer_nucleusmoe_image.py"

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from benchmarks import gpu_scale
-from bot.verify.changes import ChangeSet, Rewrite
-from bot.verify.protocol import WorkerRequest
+from bot.verify.planning.changes import ChangeSet, Rewrite
+from bot.verify.running.protocol import WorkerRequest
 from bot.verify.real_scale import run
 from bot.verify.real_scale.table import real_scale_lines
-from codemods.engine import Mode, RunResult
+from codemods.engine.entry import Mode, RunResult
 
 QWEN = "models/transformers/transformer_qwenimage.py"
 EAGER = {

@@ -11,9 +11,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from bot.verify.own_tests import run_own_tests
-from bot.verify.recompile_limit import with_recompile_limit
-from bot.verify.turned_on_tests import carry_recompile_limits
+from bot.verify.checkout.own_tests import run_own_tests
+from bot.verify.running.recompile_limit import with_recompile_limit
+from bot.verify.planning.turned_on_tests import carry_recompile_limits
 
 TEST_MODULE = '''\
 class TestModelCompile(ModelTesterConfig, TorchCompileTesterMixin):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from main_like import write_checkout
 
-from bot.verify.repo_check_list import RepoCheck, read_makefile, repo_checks
+from bot.verify.checkout.repo_check_list import RepoCheck, read_makefile, repo_checks
 
 PLUMBED = """\
 export PYTHONPATH = src

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from main_like import write_checkout
 
-from bot.verify.repo_checks import checkout_checks
+from bot.verify.checkout.repo_checks import checkout_checks
 
 COPY = "schedulers/scheduling_unipc_multistep.py"
 MARK = "# Copied from diffusers.schedulers.scheduling_flow_match_euler_discrete.FlowMatchEulerDiscreteScheduler._time_shift_linear"

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from bot.verify import worker
-from bot.verify.changes import ChangeSet, Rewrite
-from bot.verify.cuda_census import census_from_chrome_trace
-from bot.verify.report import TargetResult, VerifyReport
-from bot.verify.target_result import target_result
+from bot.verify.running import worker
+from bot.verify.planning.changes import ChangeSet, Rewrite
+from bot.verify.census.cuda import census_from_chrome_trace
+from bot.verify.reporting.report import TargetResult, VerifyReport
+from bot.verify.judging.target_result import target_result
 from bot.verify.targets import TargetSpec
-from bot.verify.verdict import Side
-from bot.verify.workload import Workload
-from codemods.engine import Mode, RunResult
+from bot.verify.judging.verdict import Side
+from bot.verify.running.workload import Workload
+from codemods.engine.entry import Mode, RunResult
 
 TRACE = json.loads((Path(__file__).parent / "data" / "cuda_trace.json").read_text())
 ROOT = Path("/opt/diffusers/src/diffusers")

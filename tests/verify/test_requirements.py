@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.verify.requirements import RequirementFailed, failing_requirement, last_error, split_requirements
+from bot.verify.checkout.requirements import RequirementFailed, failing_requirement, last_error, split_requirements
 
 # As pip reports diffusers main's metadata (requires_dist), cut to a few of each kind.
 REQUIRES_DIST = [

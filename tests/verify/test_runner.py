@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.verify.changes import rewrite_copy
-from bot.verify.protocol import WorkerRequest
-from bot.verify.runner import HEAP_REUSE, run_tree, worker_environment
-from codemods.project import installed_diffusers
+from bot.verify.planning.changes import rewrite_copy
+from bot.verify.running.protocol import WorkerRequest
+from bot.verify.running.runner import HEAP_REUSE, run_tree, worker_environment
+from codemods.project.index import installed_diffusers
 
 
 def test_each_target_gets_its_own_result_and_a_failing_one_does_not_stop_the_rest(tmp_path: Path) -> None:

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from bot.verify import verify
-from bot.verify.coverage import coverage_of
-from bot.verify.report import VerifyReport
+from bot.verify.judging.coverage import coverage_of
+from bot.verify.reporting.report import VerifyReport
 from bot.verify.targets.from_tests import discover
 from bot.verify.targets.siblings import SIBLINGS
-from codemods.project import installed_diffusers
+from codemods.project.index import installed_diffusers
 
 AUDIO_TO_AUDIO = "pipelines/stable_audio_3/pipeline_stable_audio_3_audio2audio.py"
 TEST_FILE = "tests/pipelines/stable_audio_3/test_stable_audio_3.py"

@@ -9,8 +9,8 @@ import diffusers
 import torch
 from diffusers import FlowMatchEulerDiscreteScheduler
 
-from bot.verify.census import SyncCensus
-from bot.verify.census_result import CensusEvent, CensusResult, SiteCounts, relative_to_roots
+from bot.verify.census.emulated import SyncCensus
+from bot.verify.census.result import CensusEvent, CensusResult, SiteCounts, relative_to_roots
 
 HERE = Path(__file__).parent
 

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import pytest
 import torch
 
-from bot.verify.census import SyncCensus
+from bot.verify.census.emulated import SyncCensus
 
 
 class Row(NamedTuple):
@@ -116,7 +116,7 @@ def test_each_op_counts_what_cuda_counts(row: Row, emu: torch.device) -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("row", ROWS, ids=[row.op for row in ROWS])
 def test_each_op_counts_the_same_in_a_cuda_profile(row: Row, tmp_path: Path) -> None:
-    from bot.verify.cuda_census import run_cuda_census
+    from bot.verify.census.cuda import run_cuda_census
 
     inputs = _inputs(row.inputs, torch.device("cuda"))
     census = run_cuda_census(lambda: row.run(*inputs), [Path(__file__).parent], tmp_path / "trace.json")

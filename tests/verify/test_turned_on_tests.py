@@ -11,9 +11,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from bot.verify.own_tests import run_own_tests
-from bot.verify.repo_checks import InPlaceChecks
-from bot.verify.turned_on_tests import gained_attributes, turned_on
+from bot.verify.checkout.own_tests import run_own_tests
+from bot.verify.checkout.repo_checks import InPlaceChecks
+from bot.verify.planning.turned_on_tests import gained_attributes, turned_on
 
 MODEL = """\
 class Block:

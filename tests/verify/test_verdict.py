@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.verify.outputs import Parity
-from bot.verify.verdict import Side, judge
+from bot.verify.running.outputs import Parity
+from bot.verify.judging.verdict import Side, judge
 
 EQUAL = Parity(0.0, 0.0, True, 0.0, True, "")
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from bot.verify import verify
-from bot.verify.report import TargetResult, VerifyReport
-from codemods.project import installed_diffusers
+from bot.verify.reporting.report import TargetResult, VerifyReport
+from codemods.project.index import installed_diffusers
 from codemods.rules import all_rules
 from tools.fixture_cases import find_case
 

@@ -13,12 +13,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from bot.verify.changes import ChangeSet
-from bot.verify.plan import exercised
-from bot.verify.protocol import WorkerRequest
+from bot.verify.planning.changes import ChangeSet
+from bot.verify.planning.plan import exercised
+from bot.verify.running.protocol import WorkerRequest
 from bot.verify.real_scale.cases import cases_for, get_case
 from bot.verify.real_scale.scale import CaseRun, Scale
-from bot.verify.runner import run_tree
+from bot.verify.running.runner import run_tree
 
 DEFAULT_SCALE = Scale()
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-    from bot.verify.workload import Workload
+    from bot.verify.running.workload import Workload
 
 Builder = Callable[["torch.device"], "Workload"]
 

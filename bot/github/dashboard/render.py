@@ -1,0 +1,264 @@
+"""The dashboard's body: every group, PR and report-only finding of a run, with permalinks at the base commit."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from bot.github.dashboard.layout import Section, fit
+from bot.github.dashboard.ticks import DASHBOARD_MARKER, IGNORE, OPEN_NOW, Ticks, checkbox, findings_key
+from bot.groups import FixGroup, ReportOnly
+from bot.github.pulls import KnownPull
+from bot.summary import GroupOutcome, Outcome
+from bot.verify.census.summary import number, parity_text, syncs_removed, top_by_syncs_removed
+from codemods import __version__
+from codemods.output.rule_docs import TOOL_URL, docs_url, why_line
+from codemods.rules import rule_class
+
+# Each permalink is ~150 characters: more per line would crowd other items out of the 65,536 characters.
+LINKS_PER_LINE = 3
+_NOT_PUBLISHED = (Outcome.NOT_VERIFIED, Outcome.FAILED, Outcome.NOT_ATTEMPTED)
+
+
+@dataclass
+class DashboardContent:
+    repo: str
+    html_url: str  # the repository's web address
+    base: str
+    base_sha: str
+    groups: list[FixGroup]
+    outcomes: list[GroupOutcome]
+    pulls: list[KnownPull]  # every PR of the bot GitHub told this run about
+    report_only: list[ReportOnly]
+    ticks: Ticks  # as the issue holds them now; ignores are written back ticked
+    updated: str  # when this run wrote it, e.g. "2026-11-02 05:31 UTC"
+    census: list[dict[str, Any]] = field(default_factory=list)  # verify report targets
+    census_url: str | None = None
+    run_url: str | None = None
+
+    def permalink(self, path: str, start: int, end: int) -> str:
+        anchor = f"L{start}" if end <= start else f"L{start}-L{end}"
+        return f"{self.html_url}/blob/{self.base_sha}/{path}#{anchor}"
+
+    def links(self, spans: Iterable[tuple[str, int, int]]) -> str:
+        """`[file.py#L3-L5](…), [#L9](…) and 2 more`: the file named once, then only its line ranges."""
+        parts, previous = [], None
+        ordered = sorted(set(spans))
+        for path, start, end in ordered[:LINKS_PER_LINE]:
+            anchor = f"L{start}" if end <= start else f"L{start}-L{end}"
+            text = f"{PurePosixPath(path).name}#{anchor}" if path != previous else f"#{anchor}"
+            parts.append(f"[`{text}`]({self.permalink(path, start, end)})")
+            previous = path
+        more = len(ordered) - LINKS_PER_LINE
+        return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+
+
+def render(content: DashboardContent) -> str:
+    by_id = {group.id: group for group in content.groups}
+    outcomes = {outcome.group_id: outcome for outcome in content.outcomes}
+    sections = [
+        _open_pulls(content, by_id, outcomes),
+        _groups_section(content, by_id, [o for o in content.outcomes if o.outcome is Outcome.WAITING], waiting=True),
+        _groups_section(content, by_id, [o for o in content.outcomes if o.outcome in _NOT_PUBLISHED], waiting=False),
+        Section(
+            f"## Merged ({_count(content.pulls, merged=True)})", _pull_items(content.pulls, merged=True), empty="None."
+        ),
+        Section(
+            f"## Closed by a maintainer ({_count(content.pulls, merged=False)})",
+            _pull_items(content.pulls, merged=False),
+            empty="None. A PR a maintainer closes is blocked for good: the bot never reopens or recreates it.",
+        ),
+        *_report_only(content),
+        _ignored(content, by_id),
+        _census(content),
+    ]
+    return fit(_header(content), sections, _footer())
+
+
+def _header(content: DashboardContent) -> str:
+    commit = f"[`{content.base}@{content.base_sha[:10]}`]({content.html_url}/commit/{content.base_sha})"
+    run = f" ([workflow run]({content.run_url}))" if content.run_url else ""
+    findings = len([f for f in content.report_only if findings_key(f.rule, f.family) not in content.ticks.ignored])
+    return "\n".join(
+        [
+            DASHBOARD_MARKER,
+            f"Everything the [diffusers-codemod]({TOOL_URL}) bot knows about this repository at {commit}: its "
+            "open PRs, what maintainers merged or closed, fix groups waiting for the cap on open PRs or not "
+            "verified, and the findings it can only report. Tick **open this PR now** or **ignore** below: the "
+            "bot reads the boxes at the start of its next run (this issue is its only memory). Closing the "
+            "issue stops the bot from updating it.",
+            "",
+            f"Last run: {content.updated}{run} · {len(content.groups)} fix group(s) · "
+            f"{_count(content.pulls, state='open')} open PR(s) · {findings} report-only finding(s)",
+        ]
+    )
+
+
+def _footer() -> str:
+    return f"<sub>Written by diffusers-codemod {__version__}; edits other than ticks are overwritten.</sub>"
+
+
+def _open_pulls(content: DashboardContent, by_id: dict[str, FixGroup], outcomes: dict[str, GroupOutcome]) -> Section:
+    groups = {g.fingerprint: g for g in content.groups} | {g.branch: g for g in content.groups}
+    items = []
+    for pull in sorted((p for p in content.pulls if p.state == "open"), key=lambda p: p.number):
+        group = groups.get(pull.fingerprint or "") or groups.get(pull.head_ref or "")
+        where = f": {content.links(_spans(group))}" if group else ""
+        items.append(f"- #{pull.number} {pull.title}{where}")
+    for outcome in content.outcomes:
+        if outcome.outcome in (Outcome.WOULD_OPEN, Outcome.WOULD_UPDATE):
+            verb = "would open" if outcome.outcome is Outcome.WOULD_OPEN else "would update"
+            group = by_id[outcome.group_id]
+            items.append(f"- {verb} (dry run): {_group_name(group)}: {content.links(_spans(group))}")
+    return Section(f"## Open PRs ({len(items)})", items, empty="None.")
+
+
+def _groups_section(
+    content: DashboardContent, by_id: dict[str, FixGroup], outcomes: list[GroupOutcome], waiting: bool
+) -> Section:
+    items = []
+    for outcome in outcomes:
+        group = by_id[outcome.group_id]
+        if group.id in content.ticks.ignored:  # ticked during this run: listed under Ignored
+            continue
+        lines = [f"- {_group_name(group)}: {_rewrites(group)} in {content.links(_spans(group))}"]
+        if waiting:
+            lines.append(checkbox("open this PR now", OPEN_NOW, group.id, group.id in content.ticks.open_now, "  "))
+        else:
+            lines[0] += f". {outcome.outcome.value}: {outcome.reason}"
+        lines.append(checkbox("ignore", IGNORE, group.id, False, "  "))
+        items.append("\n".join(lines))
+    if waiting:
+        heading = f"## Waiting for the cap ({len(items)})"
+        intro = ["Ticking **open this PR now** makes the next run verify it and, if verified, open it above the cap."]
+    else:
+        heading = f"## Not verified ({len(items)})"
+        intro = ["Only verified fixes become PRs; the verifier's reason follows each group."]
+    return Section(
+        heading, items, intro=intro if items else [], empty="None.", rest_hint=" (the run summary lists every group)"
+    )
+
+
+def _pull_items(pulls: list[KnownPull], merged: bool) -> list[str]:
+    chosen = [p for p in pulls if p.state == "closed" and p.merged == merged]
+    return [f"- #{p.number} {p.title}".rstrip() for p in sorted(chosen, key=lambda p: p.number)]
+
+
+def _report_only(content: DashboardContent) -> list[Section]:
+    by_rule: dict[str, dict[str, list[ReportOnly]]] = defaultdict(lambda: defaultdict(list))
+    for finding in content.report_only:
+        if findings_key(finding.rule, finding.family) not in content.ticks.ignored:
+            by_rule[finding.rule][finding.family].append(finding)
+    total = sum(len(found) for families in by_rule.values() for found in families.values())
+    sections = [
+        Section(
+            f"## Report-only findings ({total})",
+            [],
+            intro=[
+                "Findings the engine reports without a fix it can prove safe, by rule and family. "
+                "`codemod run --check --select CODE src/diffusers` lists them with their messages; "
+                "**ignore** moves a family to Ignored."
+            ]
+            if total
+            else [],
+            empty="" if total else "None.",
+        )
+    ]
+    for rule in sorted(by_rule):
+        families = by_rule[rule]
+        count = sum(len(found) for found in families.values())
+        items = [
+            checkbox(
+                f"ignore `{name}` ({len(found)}): {content.links((f.path, f.line, f.end_line) for f in found)}",
+                IGNORE,
+                findings_key(rule, name),
+                False,
+            )
+            for name, found in sorted(families.items())
+        ]
+        where = f"{len(families)} famil{'y' if len(families) == 1 else 'ies'}"
+        sections.append(
+            Section(
+                f"### {rule} {rule_class(rule).name}: {count} in {where}",
+                items,
+                intro=[f"{why_line(rule)} [Documentation]({docs_url(rule)}) · `codemod explain {rule}`"],
+                rest_hint=f": `codemod run --check --select {rule} src/diffusers` lists them all",
+            )
+        )
+    return sections
+
+
+def _ignored(content: DashboardContent, by_id: dict[str, FixGroup]) -> Section:
+    counts: dict[str, int] = defaultdict(int)
+    for finding in content.report_only:
+        counts[findings_key(finding.rule, finding.family)] += 1
+    items = []
+    for key in sorted(content.ticks.ignored):
+        if key in by_id:
+            label = f"{_group_name(by_id[key])} (fix group)"
+        elif key in counts:
+            _, rule, family = key.split(":", 2)
+            label = f"**{rule}** `{family}` ({counts[key]} report-only finding(s))"
+        else:
+            label = f"`{key}` (not found in this run)"
+        items.append(checkbox(label, IGNORE, key, True))
+    intro = ["Untick a box to bring it back in the next run."] if items else []
+    return Section(f"## Ignored ({len(items)})", items, intro=intro, empty="None.", can_cut=False)
+
+
+def _census(content: DashboardContent) -> Section:
+    page = (
+        f"[The latest census page]({content.census_url}) (a workflow artifact: one self-contained HTML file)."
+        if content.census_url
+        else "No census page in this run (`codemod verify src/diffusers --html census.html` makes one)."
+    )
+    top = top_by_syncs_removed(content.census)
+    intro = [page]
+    if top:
+        intro += [
+            "",
+            f"Top {len(top)} target(s) by syncs removed per unit:",
+            "",
+            "| target | rules | per | syncs | removed | H2D | D2H | max abs diff | verdict |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *(_census_row(target) for target in top),
+        ]
+    return Section("## Sync census", [], intro=intro)
+
+
+def _census_row(target: dict[str, Any]) -> str:
+    before, after = target["before"], target["after"]
+    cells = [
+        f"`{target['target']}`",
+        ", ".join(target.get("rules", [])),
+        target.get("unit") or "–",
+        f"{number(before['sync'])} → {number(after['sync'])}",
+        f"**{number(syncs_removed(target))}**",
+        f"{number(before['h2d'])} → {number(after['h2d'])}",
+        f"{number(before['d2h'])} → {number(after['d2h'])}",
+        parity_text(target.get("parity")),
+        target["verdict"],
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _spans(group: FixGroup | None) -> list[tuple[str, int, int]]:
+    return [(r.path, r.line, r.last_line) for r in group.rewrites] if group else []
+
+
+def _group_name(group: FixGroup) -> str:
+    return f"**{group.rule}** `{group.family}`" + (
+        f" (+{len(group.families) - 1} copied)" if len(group.families) > 1 else ""
+    )
+
+
+def _rewrites(group: FixGroup) -> str:
+    n = len(group.rewrites)
+    return f"{n} rewrite{'s' if n != 1 else ''}"
+
+
+def _count(pulls: list[KnownPull], state: str = "closed", merged: bool | None = None) -> int:
+    return sum(p.state == state and (merged is None or p.merged == merged) for p in pulls)

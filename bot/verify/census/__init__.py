@@ -1,0 +1,5 @@
+"""The census: host<->device copies and host waits, counted on the emulated device (`emulated`, with its
+device and tensors) or from a CUDA profile (`cuda`), by statement; the report both produce (`result`).
+
+May import: codemods, bot.verify
+"""

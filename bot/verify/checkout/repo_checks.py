@@ -1,0 +1,260 @@
+"""The checkout's own repository checks (`make quality`, repository consistency) on both trees.
+
+Each tree gets a checkout of its own: the checkout's files (utils/, tests/, docs/, Makefile,
+setup.py, ...) copied, and `src/` a link to the tree, so `python utils/check_copies.py` run from
+its root reads exactly that tree. A check runs as CI runs it: from the checkout root, with the
+Makefile's exported variables (`PYTHONPATH=src`), in the checkout's environment, with the
+checkout's pinned ruff first on PATH (`codemods.project.tool_env`); a command the environment lacks
+(`doc-builder`, an optional quality tool) is "not run", said with the reason.
+
+A check that passes on the original and fails on the rewritten tree is the change's fault: its
+output goes into the report and the change is not proposed. A check that already fails on the
+original is listed as such and blamed on nobody.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bot.verify.checkout.repo_check_list import RepoCheck, read_makefile, repo_checks
+from bot.verify.running.runner import inherited_environment
+from bot.verify.planning.turned_on_tests import turned_on_by
+from codemods.edits.formatter import find_pin
+from codemods.project.tool_env import ToolUnavailable, installed_tool
+
+CHECK_TIMEOUT_S = 600.0
+# The original tree's outcomes by `_original_key`: a bot run verifies many groups of one checkout, and
+# the original side of each is the same tree, so its checks run once a process.
+_ORIGINAL_OUTCOMES: dict[str, list[tuple[str, str]]] = {}
+_NOT_FOUND = 127  # the shell's "command not found"
+_OUTPUT_LINES = 40
+_SKIPPED_IN_COPY = shutil.ignore_patterns(".git", "__pycache__", "*.pyc")
+SIDES = ("original", "rewritten")
+
+
+@dataclass
+class CheckResult:
+    name: str
+    source: str
+    before: str  # "passed", "failed" or "not run"
+    after: str
+    output: str = ""  # the failing side's last lines (the rewritten tree's when it broke there)
+
+    @property
+    def broken(self) -> bool:
+        return self.before == "passed" and self.after == "failed"
+
+
+@dataclass
+class RepoChecks:
+    checks: list[CheckResult] = field(default_factory=list)
+    ruff: str | None = None  # the pinned ruff the checks ran with
+    error: str | None = None  # the checks could not be run at all
+
+    @property
+    def broken(self) -> list[CheckResult]:
+        return [check for check in self.checks if check.broken]
+
+    def line(self) -> str:
+        if self.error:
+            return f"repository checks: not run ({self.error})"
+        if not self.checks:
+            return "repository checks: none found in the Makefile or the workflows"
+        ran = [c for c in self.checks if "not run" not in (c.before, c.after)]
+        text = f"repository checks: {len(ran)} run"
+        if self.broken:
+            text += f", {len(self.broken)} broken by the change ({', '.join(c.name for c in self.broken)})"
+        else:
+            text += ", none broken by the change"
+        failing = [c for c in ran if c.before == "failed"]
+        if failing:
+            text += f"; {len(failing)} already failing before it ({', '.join(c.name for c in failing)})"
+        skipped = [c for c in self.checks if c not in ran]
+        if skipped:
+            text += f"; not run: {', '.join(c.name for c in skipped)}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RepoChecks:
+        return cls([CheckResult(**check) for check in data.get("checks", [])], data.get("ruff"), data.get("error"))
+
+
+def repo_checks_lines(result: RepoChecks) -> list[str]:
+    """The checks' line for a report, and each broken check with its output."""
+    lines = [f"{'❌' if result.broken else '✅'} {result.line()}"]
+    for check in result.broken:
+        lines += ["", f"`{check.name}` ({check.source}) passes on the original tree and fails on the rewritten one:"]
+        lines += ["", "```", check.output, "```"]
+    return lines
+
+
+def checkout_checks(
+    checkout: Path,
+    trees: dict[str, Path],
+    work_dir: Path,
+    python: Path | None = None,
+    say: Callable[[str], None] = lambda message: None,
+) -> RepoChecks:
+    """The checkout's checks on each tree (`SIDES` -> package directory), compared."""
+    checks = repo_checks(checkout)
+    if not checks:
+        return RepoChecks()
+    say(f"running the checkout's {len(checks)} repository check(s) on both trees")
+    shutil.rmtree(work_dir, ignore_errors=True)
+    python = Path(python or sys.executable)
+    environment, ruff = check_environment(checkout, python)
+    key = _original_key(checkout, trees["original"], python, checks)
+    sides = [side for side in SIDES if side != "original" or key not in _ORIGINAL_OUTCOMES]
+    roots = {side: _checkout_of(checkout, trees[side], work_dir / side) for side in sides}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        outcomes = dict(zip(sides, pool.map(lambda side: run_checks(checks, roots[side], environment), sides)))
+    before = _ORIGINAL_OUTCOMES.setdefault(key, outcomes.get("original", []))
+    result = compared(checks, before, outcomes["rewritten"], ruff)
+    say(result.line())
+    return result
+
+
+def _original_key(checkout: Path, tree: Path, python: Path, checks: list[RepoCheck]) -> str:
+    """What the original tree's outcomes depend on: the checkout, the tree's files, the interpreter, the checks."""
+    digest = hashlib.sha256(f"{checkout.resolve()}\0{python}\0{[c.lines for c in checks]}".encode())
+    for path in sorted(tree.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(f"\0{path.relative_to(tree)}\0".encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def run_checks(checks: list[RepoCheck], root: Path, environment: dict[str, str]) -> list[tuple[str, str]]:
+    """Each check's (outcome, output) run from the checkout at `root`, in order."""
+    return [run_check(check, root, environment) for check in checks]
+
+
+def compared(
+    checks: list[RepoCheck], before: list[tuple[str, str]], after: list[tuple[str, str]], ruff: str | None
+) -> RepoChecks:
+    """The checks' outcomes on the original (`before`) and the rewritten tree (`after`), side by side."""
+    return RepoChecks([_compared(*row) for row in zip(checks, before, after, strict=True)], ruff)
+
+
+def check_environment(checkout: Path, python: Path) -> tuple[dict[str, str], str | None]:
+    """What a check runs in: the checkout's environment first on PATH (its pinned ruff before it),
+    the Makefile's exports, the Hub offline. Also the pinned ruff's name, or None."""
+    environment = inherited_environment()
+    environment.update(read_makefile(checkout / "Makefile").exported)
+    environment.update({"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    path = [str(python.parent)]
+    pin, ruff = find_pin(checkout / "pyproject.toml"), None
+    if pin is not None:
+        try:
+            path.insert(0, str(installed_tool("ruff", pin.version).parent))
+            ruff = pin.name
+        except ToolUnavailable:
+            pass  # then whatever ruff the environment has, as CI without the pin would
+    environment["PATH"] = os.pathsep.join([*path, environment.get("PATH", "")])
+    return environment, ruff
+
+
+def run_check(check: RepoCheck, root: Path, environment: dict[str, str]) -> tuple[str, str]:
+    """("passed" | "failed" | "not run", the output's last lines) of `check` run from `root`."""
+    script = "set -e\n" + "\n".join(check.lines) + "\n"
+    try:
+        done = subprocess.run(
+            ["bash", "-c", script],
+            check=False,
+            cwd=root,
+            env=environment,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=CHECK_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return "failed", f"did not finish within {CHECK_TIMEOUT_S:.0f} s"
+    output = "\n".join((done.stdout + done.stderr).strip().splitlines()[-_OUTPUT_LINES:])
+    if done.returncode == _NOT_FOUND and "command not found" in done.stderr:
+        return "not run", output.splitlines()[-1] if output else "command not found"
+    return ("passed" if done.returncode == 0 else "failed"), output
+
+
+def _compared(check: RepoCheck, before: tuple[str, str], after: tuple[str, str]) -> CheckResult:
+    output = after[1] if after[0] == "failed" else before[1] if before[0] != "passed" else ""
+    return CheckResult(check.name, check.source, before[0], after[0], output)
+
+
+def _checkout_of(checkout: Path, tree: Path, root: Path) -> Path:
+    """A checkout at `root` whose `src/<package>` is `tree` (copied: some checks write, as `make` would)."""
+    shutil.copytree(checkout, root, ignore=_outside_src(checkout))
+    shutil.copytree(tree, root / "src" / tree.name, ignore=_SKIPPED_IN_COPY)
+    return root
+
+
+def _outside_src(checkout: Path) -> Callable[[str, list[str]], set[str]]:
+    def ignored(directory: str, names: list[str]) -> set[str]:
+        skipped = set(_SKIPPED_IN_COPY(directory, names))
+        if Path(directory) == checkout:
+            skipped.add("src")
+        return skipped
+
+    return ignored
+
+
+@dataclass
+class InPlaceChecks:
+    """`codemod run --check-repo`: the checks run on the user's checkout itself, before and after the write.
+
+    Nothing is copied and nothing is stashed: the same tree is checked, written, checked again.
+    """
+
+    checkout: Path
+    checks: list[RepoCheck]
+    environment: dict[str, str]
+    ruff: str | None
+    before: list[tuple[str, str]]
+
+    @classmethod
+    def before_writing(cls, paths: tuple[Path, ...], python: Path) -> InPlaceChecks:
+        checkout = checkout_above(paths)
+        checks = repo_checks(checkout)
+        environment, ruff = check_environment(checkout, python)
+        return cls(checkout, checks, environment, ruff, run_checks(checks, checkout, environment))
+
+    def after_writing(self) -> RepoChecks:
+        return compared(self.checks, self.before, run_checks(self.checks, self.checkout, self.environment), self.ruff)
+
+    def turned_on_lines(self, changes: dict[str, tuple[str, str]]) -> list[str]:
+        """The checkout's tests the written changes turn on: what `codemod verify` runs, and carries fixes for."""
+        packages = [p for p in (self.checkout / "src").iterdir() if (p / "__init__.py").is_file()]
+        if not (self.checkout / "tests").is_dir() or not packages:
+            return []
+        node_ids = [n for package in packages for n in turned_on_by(self.checkout / "tests", package, changes).node_ids]
+        if not node_ids:
+            return []
+        return [
+            f"check-repo: the changes turn on {len(node_ids)} test(s) that were skipped before; `codemod verify` runs "
+            "them on the CPU and carries the test edits they need:",
+            *(f"  {node_id}" for node_id in node_ids),
+        ]
+
+
+def checkout_above(paths: tuple[Path, ...]) -> Path:
+    """The checkout holding `paths`: the nearest folder above the first with a `src/` and a Makefile or workflows."""
+    start = paths[0].resolve() if paths else Path.cwd()
+    for folder in [start, *start.parents]:
+        has_checks = (folder / "Makefile").is_file() or (folder / ".github" / "workflows").is_dir()
+        if (folder / "src").is_dir() and has_checks:
+            return folder
+    raise ValueError(
+        f"{paths[0] if paths else '.'}: no checkout above it (a folder with src/ and a Makefile or "
+        ".github/workflows/); --check-repo needs the repository's own checks"
+    )

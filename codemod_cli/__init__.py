@@ -1,0 +1,8 @@
+"""The `codemod` command line: one typer app joining `run` (the static engine), `verify` and `bot`.
+
+It sits above both packages, so that `codemods` never imports `bot`: `run` calls `codemods.engine`,
+`verify` and `bot` call `bot`. Each command imports what it needs when it runs, so `codemod run`
+never pays for torch or PyGithub.
+
+May import: codemods, bot
+"""

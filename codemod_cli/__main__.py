@@ -1,0 +1,3 @@
+from codemod_cli.app import main
+
+main()

@@ -1,0 +1,104 @@
+"""`codemod`: the command line (typer). Exit codes: 0 nothing to report, 1 findings remain, 2 error.
+
+The commands live in their own modules (`cli_run`, `cli_verify`; `codemod bot` in `codemod_cli.bot`); this one
+registers them, in the order `codemod --help` lists them, and turns every error into one line.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import click
+import typer
+
+# `codemod bot ...`: codemod_cli.bot imports only typer; PyGithub and torch load when a bot command runs.
+from codemod_cli.bot import bot_app
+from codemod_cli.run import ERROR_PREFIX, EXIT_CODES, run
+from codemod_cli.verify import VERIFY_EXIT_CODES, verify
+from codemods.project.config import ConfigError
+from codemods.errors import RunAborted, UsageError
+
+app = typer.Typer(
+    name="codemod",
+    help=f"Find and fix performance anti-patterns in diffusers.\n\n{EXIT_CODES}",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _show_version(wanted: bool) -> None:
+    if not wanted:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("diffusers-codemod")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        from codemods import __version__ as installed
+    print(f"codemod {installed}")
+    raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    # No docstring: typer would show it in place of the app's help. `--version` acts in its eager callback.
+    pass
+
+
+app.command(epilog=EXIT_CODES)(run)
+app.add_typer(bot_app)
+
+
+@app.command()
+def rules() -> None:
+    """List every rule: code, name, fix safety, summary."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from codemods.rules import all_rules
+
+    table = Table("code", "name", "fix", "summary", box=None)
+    for rule in all_rules():
+        table.add_row(rule.code, rule.name, rule.fix_label(), rule.summary)
+    Console(width=max(120, Console().width)).print(table)
+
+
+@app.command()
+def explain(
+    code: Annotated[str, typer.Argument(metavar="RULE", help="A rule code or name, e.g. DIF004 or output-attribute-access.")],
+) -> None:
+    """Print a rule's full documentation."""
+    from codemods.output.rule_docs import explain_text
+
+    print(explain_text(code), end="")
+
+
+app.command(epilog=VERIFY_EXIT_CODES)(verify)
+
+
+def main() -> None:
+    """Entry point: every error is one line on stderr with exit code 2, never a traceback."""
+    try:
+        code = app(args=sys.argv[1:] or ["--help"], standalone_mode=False)
+    except (UsageError, ConfigError, RunAborted) as error:
+        print(f"{ERROR_PREFIX}{error}", file=sys.stderr)
+        code = 2
+    except click.exceptions.Exit as exit_:
+        code = exit_.exit_code
+    except click.exceptions.Abort:
+        print("codemod: interrupted", file=sys.stderr)
+        code = 130
+    except click.exceptions.ClickException as error:  # usage errors: bad options, missing arguments
+        print(f"{ERROR_PREFIX}{error.format_message()}", file=sys.stderr)
+        code = 2
+    sys.exit(code or 0)
+
+
+if __name__ == "__main__":
+    main()

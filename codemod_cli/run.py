@@ -1,0 +1,172 @@
+"""`codemod run`: apply, show or report the fixes, in text, JSON, SARIF or GitHub annotations."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from codemods.errors import UsageError
+
+# The one prefix of every error line, whether the run stopped (exit 2) or one file could not be handled.
+ERROR_PREFIX = "codemod: error: "
+EXIT_CODES = """\
+Exit codes: 0 nothing left to report; 1 findings remain (with --diff/--check: there would be
+changes/findings); 2 an error (bad arguments, a file that cannot be read or parsed, a rule that
+failed on a file)."""
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+def rule_codes(values: list[str] | None) -> tuple[str, ...] | None:
+    """`--select`/`--ignore` values, each a code or a comma-separated list, as one tuple of codes."""
+    if values is None:
+        return None
+    return tuple(code.strip() for value in values for code in value.split(",") if code.strip())
+
+
+def run(
+    paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Files and directories (recursing into *.py).")],
+    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff of the fixes; write nothing.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="List findings; write nothing.")] = False,
+    unsafe_fixes: Annotated[bool, typer.Option("--unsafe-fixes", help="Also apply fixes that need verification.")] = False,
+    select: Annotated[
+        list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes (comma-separated or repeated).")
+    ] = None,
+    ignore: Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes to leave out.")] = None,
+    output_format: Annotated[OutputFormat, typer.Option("--format", help="text, json, sarif or github.")] = OutputFormat.text,
+    jobs: Annotated[int, typer.Option(min=0, metavar="N", help="Worker processes (0: one per core).")] = 0,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the scan cache.")] = False,
+    opt_in: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--opt-in",
+            metavar="NAME",
+            help="Take a fix a rule offers only on request, as `[tool.codemod] opt-in` does (the names are in each "
+            "rule's `codemod explain`); repeatable.",
+        ),
+    ] = None,
+    check_repo: Annotated[
+        bool,
+        typer.Option(
+            "--check-repo",
+            help="Run the checkout's own checks (Makefile quality/repo-consistency, PR workflows) before and after "
+            "writing; fail if the fixes break one.",
+        ),
+    ] = False,
+) -> None:
+    """Apply safe fixes in place (default), or show them (--diff), or only report (--check)."""
+    from codemods.engine.cache import cache_directory
+    from codemods.engine.entry import Mode, RunOptions
+    from codemods.engine.entry import run as run_engine
+
+    if diff and check:
+        raise UsageError("--diff and --check cannot be used together")
+    if "" in paths:  # Path("") would quietly mean the current directory
+        raise UsageError("an empty string is not a path")
+    if check_repo and (diff or check):
+        raise UsageError("--check-repo checks what a run writes: not with --diff or --check")
+    in_place = _repo_checks_before(tuple(map(Path, paths))) if check_repo else None
+    options = RunOptions(
+        paths=tuple(map(Path, paths)),
+        # SARIF carries each fix's replacement text, so a read-only SARIF run computes (and proves) the fixes.
+        mode=Mode.DIFF if diff or (check and output_format is OutputFormat.sarif) else Mode.CHECK if check else Mode.WRITE,
+        unsafe_fixes=unsafe_fixes,
+        select=rule_codes(select),
+        ignore=rule_codes(ignore),
+        jobs=jobs,
+        cache_dir=None if no_cache else cache_directory(map(Path, paths)),
+        opt_in=tuple(opt_in or ()),
+    )
+    with _progress(enabled=output_format is OutputFormat.text) as progress:
+        result = run_engine(options, progress)
+    _print_result(result, output_format)
+    code = result.exit_code()
+    if in_place is not None:
+        from bot.verify.checkout.repo_checks import repo_checks_lines
+
+        checked = in_place.after_writing()
+        print("\n".join(repo_checks_lines(checked)), file=sys.stderr)
+        code = max(code, 1) if checked.broken else code
+        for line in in_place.turned_on_lines(result.changes):
+            print(line, file=sys.stderr)
+    raise typer.Exit(code)
+
+
+def _repo_checks_before(paths: tuple[Path, ...]):  # -> bot.verify.checkout.repo_checks.InPlaceChecks
+    """The checkout's checks run before the write, in its own environment (built on first use)."""
+    from bot.verify.checkout.environment import EnvironmentFailed, environment_for
+    from bot.verify.checkout.repo_checks import InPlaceChecks, checkout_above
+    from bot.verify.checkout.requirements import is_checkout
+
+    try:
+        checkout = checkout_above(paths)
+        print(f"check-repo: running {checkout}'s own checks before writing", file=sys.stderr, flush=True)
+        # A checkout that declares no dependencies has nothing to install: this interpreter runs its checks.
+        python = environment_for(checkout) if is_checkout(checkout) else Path(sys.executable)
+        return InPlaceChecks.before_writing(paths, python)
+    except (ValueError, EnvironmentFailed) as error:
+        raise UsageError(str(error)) from None
+
+
+def _print_result(result, output_format: OutputFormat) -> None:
+    from codemods.output import report
+    if output_format is OutputFormat.json:
+        print(report.as_json(result))
+    elif output_format is OutputFormat.sarif:
+        print(report.as_sarif(result))
+    elif output_format is OutputFormat.github:
+        text = report.as_github(result)
+        if text:
+            print(text)
+    else:
+        from codemods.engine.entry import Mode
+
+        # With --diff, stdout is the patch alone (`> fixes.patch`); what the run found goes to stderr.
+        findings_stream = sys.stdout
+        if result.mode is Mode.DIFF:
+            sys.stdout.write(report.unified_diff(result))
+            findings_stream = sys.stderr
+        for line in report.text_lines(result):
+            print(line, file=findings_stream)
+        for error in result.errors:
+            where = f"{report.display_path(error.path)}{f':{error.line}' if error.line else ''}"
+            print(f"{ERROR_PREFIX}{where}: {error.message}", file=sys.stderr)
+        print(report.summary_line(result), file=sys.stderr)
+        for note in report.summary_notes(result):
+            print(note, file=sys.stderr)
+
+
+class _progress:
+    """A rich progress bar on a terminal; nothing when stderr is not one (CI, pre-commit, pipes)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = enabled and sys.stderr.isatty()
+        self._bar = None
+        self._tasks: dict[str, int] = {}
+
+    def __enter__(self):
+        if not self._enabled:
+            return None
+        from rich.progress import Progress
+
+        self._bar = Progress(transient=True, console=None)
+        self._bar.start()
+        return self.update
+
+    def update(self, phase: str, done: int, total: int) -> None:
+        if phase not in self._tasks:
+            self._tasks[phase] = self._bar.add_task(phase, total=total)
+        self._bar.update(self._tasks[phase], completed=done, total=total)
+
+    def __exit__(self, *exc_info) -> None:
+        if self._bar is not None:
+            self._bar.stop()

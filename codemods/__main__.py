@@ -1,3 +1,0 @@
-from codemods.cli import main
-
-main()

@@ -1,0 +1,135 @@
+"""Which models a pipeline runs once per denoising step, read from the pipeline's own code.
+
+A model is a denoiser when a pipeline registers it as a component (`self.register_modules(unet=unet)`,
+with `unet: UNet2DConditionModel` in its `__init__`) and calls that component inside its denoising
+loop: `self.unet(...)` in a `for ... in timesteps` or progress-bar loop or in a method that loop calls
+(`codemods.analysis.models.hot_paths`), or through a local bound to the component (`current_model =
+self.transformer_2`, `unet = self.super_res_first`). What a pipeline calls before or after its loop
+(text and condition encoders, latent upsamplers, decoders) runs once per call.
+
+Each file's pipelines are gathered when it is scanned (`pipeline_components`, cached with the scan);
+`Denoising` sums them up for the tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from codemods.analysis.models.hot_paths import HotPaths, hot_paths
+from codemods.analysis.values.types import Types, attribute_types, registered_components
+from codemods.source import SourceFile, enclosing
+
+PIPELINE_TEXT = "register_modules("
+_CALL = re.compile(r"\w\(")
+_ORIGINAL = "_orig_mod"  # `self.unet._orig_mod`: the module under `torch.compile`'s wrapper, the same class
+
+
+@dataclass(frozen=True)
+class PipelineComponents:
+    """A class that registers components (a pipeline), and the classes of those it calls per step."""
+
+    pipeline: str
+    registered: tuple[str, ...]  # the classes its components may be
+    per_step: tuple[str, ...]  # the classes of the components it calls inside its denoising loop
+
+
+def pipeline_components(source: SourceFile) -> tuple[PipelineComponents, ...]:
+    if PIPELINE_TEXT not in source.text:
+        return ()
+    hot = hot_paths(source)
+    found = []
+    for cls in source.classes:
+        components = registered_components(cls)
+        if components:
+            types = attribute_types(cls, elements=True)
+            called = called_per_step(source, hot, cls, set(components))
+            found.append(PipelineComponents(cls.name, _classes(components, types), _classes(called, types)))
+    return tuple(found)
+
+
+def called_per_step(source: SourceFile, hot: HotPaths, cls: ast.ClassDef, components: set[str]) -> list[str]:
+    ranges = [(first, last) for first, last in hot.ranges if cls.lineno <= first and last <= (cls.end_lineno or 0)]
+    called: list[str] = []
+    aliases: dict[int, dict[str, tuple[str, ...]]] = {}
+    for node, ancestors in source.walk_lines(source.lines_matching(_CALL, within=ranges), root=cls):
+        if not isinstance(node, ast.Call) or hot.hot_scope(ancestors, node) is None:
+            continue
+        names = component_named(node.func, components)
+        if names is None and isinstance(node.func, ast.Name):
+            method = enclosing(ancestors, (ast.FunctionDef, ast.AsyncFunctionDef))
+            if method is not None:
+                if id(method) not in aliases:
+                    aliases[id(method)] = _aliases(method, components)
+                names = aliases[id(method)].get(node.func.id)
+        called.extend(names or ())
+    return list(dict.fromkeys(called))
+
+
+def component_named(node: ast.expr, components: set[str]) -> tuple[str, ...] | None:
+    """`self.unet`, `self.unet._orig_mod`, `self.a if c else self.b` -> the components it names."""
+    if isinstance(node, ast.IfExp):
+        body, orelse = component_named(node.body, components), component_named(node.orelse, components)
+        return body + orelse if body is not None and orelse is not None else None
+    if isinstance(node, ast.Attribute) and node.attr == _ORIGINAL:
+        node = node.value
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+        and node.attr in components
+    ):
+        return (node.attr,)
+    return None
+
+
+def _aliases(method: ast.FunctionDef | ast.AsyncFunctionDef, components: set[str]) -> dict[str, tuple[str, ...]]:
+    """Locals of `method` that every binding sets to a component (`current_model = self.transformer`)."""
+    held: dict[str, tuple[str, ...]] = {}
+    others = {a.arg for a in (*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs)}
+    plain: set[int] = set()
+    for node in ast.walk(method):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            plain.add(id(node.targets[0]))
+            value = component_named(node.value, components)
+            if value is None:
+                others.add(node.targets[0].id)
+            else:
+                held[node.targets[0].id] = held.get(node.targets[0].id, ()) + value
+    # A name also bound another way (a loop target, `a, b = ...`, `with ... as`) may hold anything.
+    others.update(
+        n.id
+        for n in ast.walk(method)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and id(n) not in plain
+    )
+    return {name: tuple(dict.fromkeys(value)) for name, value in held.items() if name not in others}
+
+
+def _classes(components: Iterable[str], types: dict[str, Types | None]) -> tuple[str, ...]:
+    """The classes the components may be, leaving out the generic ones (`nn.Module`, a `*Mixin`)."""
+    found = [t for name in components for t in types.get(name) or () if t != "Module" and not t.endswith("Mixin")]
+    return tuple(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
+class Denoising:
+    """The tree's pipelines, summed up: which classes some pipeline calls per step, and which it only registers."""
+
+    per_step: dict[str, str]  # class -> a pipeline that calls it inside its denoising loop
+    registered: dict[str, str]  # class -> a pipeline that registers it
+    pipelines: int
+
+    @classmethod
+    def of(cls, pipelines: Iterable[PipelineComponents]) -> Denoising:
+        per_step: dict[str, str] = {}
+        registered: dict[str, str] = {}
+        count = 0
+        for pipeline in pipelines:
+            count += 1
+            for name in pipeline.per_step:
+                per_step.setdefault(name, pipeline.pipeline)
+            for name in pipeline.registered:
+                registered.setdefault(name, pipeline.pipeline)
+        return cls(per_step, registered, count)

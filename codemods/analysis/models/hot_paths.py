@@ -1,0 +1,285 @@
+"""Which code runs per call or per step (hot) and which runs once (cold), within one module.
+
+Hot:
+- `forward` of any class (diffusers' modules), `__call__` of an attention processor (a class
+  named `*Processor*`: it runs inside every attention forward), an attention backend (a function
+  registered with `@_AttentionBackendRegistry.register(...)`, which processors dispatch to), and a scheduler's `step`,
+  `step_*` (`step_pred`, `step_correct`...) and `scale_model_input`, which loops call every step
+  (a scheduler: a `*Scheduler` class or a subclass of `SchedulerMixin`);
+- a pipeline's denoising loop: a `for` over `timesteps` or over `self.progress_bar(...)`, or a
+  `for`/`while` whose body calls `<...>scheduler.step(...)` (in any class but a scheduler, whose
+  loops over `timesteps` walk a batch of them, e.g. in `add_noise`);
+- any function or method called from hot code, transitively, through `self.m(...)` (same class)
+  or `f(...)` (same module).
+Cold, even inside hot code:
+- `__init__`, and methods reached only from it;
+- methods already cached (`lru_cache_unless_export`, `functools.lru_cache`/`cache`): their body
+  runs once per key, not per call;
+- branches that run only for non-tensor inputs (`if not torch.is_tensor(t):`, `if not
+  isinstance(t, torch.Tensor):`), only under export/tracing (`torch.compiler.is_exporting()`),
+  only on a scheduler's first step (`if self.step_index is None:`, where the step index is
+  looked up once per generation; DIF005 is about that lookup), or only on another backend than
+  CUDA (`if x.device.type in {"mps", "npu"}:`, a workaround the CUDA path never runs).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from codemods.analysis.models.loop_arguments import is_scheduler_step
+from codemods.source import Ancestors, SourceFile, child_nodes, dotted_name, statements
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+# What a hot scope that is no function may be: a denoising loop (`hot_scope` answers one per step).
+STEP_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+_CACHING_DECORATORS = {"lru_cache_unless_export", "lru_cache", "cache", "cached_property"}
+_EXPORT_ONLY = {"is_exporting", "is_tracing", "is_scripting"}
+_HOT_ENTRY_METHODS = {"forward"}
+_MODULE_BASES = ("Module", "ModelMixin")
+_SCHEDULER_ENTRY_METHODS = {"step", "scale_model_input"}
+_PROCESSOR_ENTRY_METHODS = {"__call__"}
+_STEP_INDEX = {"step_index", "_step_index"}
+_OTHER_BACKENDS = {"mps", "npu", "xla", "xpu", "cpu", "hpu", "musa"}
+_OTHER_BACKEND_FLAGS = {"XLA_AVAILABLE", "is_torch_xla_available", "is_torch_npu_available", "is_mps"}
+
+
+def is_cached(function: Function) -> bool:
+    """Decorated with a memoizing decorator: the body runs once per distinct key."""
+    for decorator in function.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = dotted_name(target) or ""
+        if name.rsplit(".", 1)[-1] in _CACHING_DECORATORS:
+            return True
+    return False
+
+
+def is_scheduler(cls: ast.ClassDef) -> bool:
+    bases = [dotted_name(b) or "" for b in cls.bases]
+    return cls.name.endswith("Scheduler") or any(b.rsplit(".", 1)[-1] == "SchedulerMixin" for b in bases)
+
+
+def is_module_class(cls: ast.ClassDef) -> bool:
+    """A model or a block of one: an `nn.Module`/`ModelMixin` subclass, or a non-scheduler class with `forward`."""
+    bases = [(dotted_name(b) or "").rsplit(".", 1)[-1] for b in cls.bases]
+    methods = [n.name for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    defines_forward = "forward" in methods
+    return not is_scheduler(cls) and (any(b in _MODULE_BASES for b in bases) or defines_forward)
+
+
+def is_attention_processor(cls: ast.ClassDef) -> bool:
+    return "Processor" in cls.name
+
+
+def is_denoising_loop(loop: ast.AST) -> bool:
+    if not isinstance(loop, ast.For | ast.AsyncFor):
+        return False
+    for node in ast.walk(loop.iter):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        if "timesteps" in name or name == "progress_bar":
+            return True
+    return False
+
+
+def _is_attention_backend(function: Function) -> bool:
+    """`@_AttentionBackendRegistry.register(...)`: an attention backend, run by every attention forward;
+    not one for another backend than CUDA (`AttentionBackendName._NATIVE_NPU`, `_NATIVE_XLA`)."""
+    for decorator in function.decorator_list:
+        if isinstance(decorator, ast.Call) and (dotted_name(decorator.func) or "").endswith(
+            "AttentionBackendRegistry.register"
+        ):
+            name = (dotted_name(decorator.args[0]) or "") if decorator.args else ""
+            words = set(name.rsplit(".", 1)[-1].lower().split("_"))
+            return not words & _OTHER_BACKENDS
+    return False
+
+
+def _steps_a_scheduler(loop: ast.AST) -> bool:
+    """A `for`/`while` loop whose own body, not a loop nested in it, calls `<...>scheduler.step(...)`: a step
+    loop, whatever it walks (LLaDA2 refines a block `while should_continue:`). A loop over segments or
+    blocks that runs a whole denoising loop each time (Wan Animate) is not one."""
+    if not isinstance(loop, STEP_LOOPS):
+        return False
+    stack: list[ast.AST] = list(loop.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*STEP_LOOPS, *_SCOPES)):
+            continue
+        if is_scheduler_step(node):
+            return True
+        stack.extend(child_nodes(node))
+    return False
+
+
+@dataclass
+class HotPaths:
+    """Hot functions and denoising loops of one module (computed once per file, on demand)."""
+
+    functions: set[int] = field(default_factory=set)  # id() of hot function nodes
+    loops: set[int] = field(default_factory=set)  # id() of denoising loop nodes
+    # (first, last) lines of the hot functions and loops: rules that only report hot code search these.
+    ranges: list[tuple[int, int]] = field(default_factory=list)
+
+    def is_hot(self, ancestors: Ancestors, node: ast.AST | None = None) -> bool:
+        """Whether `node` (with its ancestors) runs per call/step and not in a cold branch."""
+        return self.hot_scope(ancestors, node) is not None
+
+    def hot_scope(self, ancestors: Ancestors, node: ast.AST | None = None) -> ast.AST | None:
+        """The denoising loop or hot function that makes `node` run per step/call; None if it is cold."""
+        chain = (*ancestors, node) if node is not None else ancestors
+        for position in range(len(chain) - 1, -1, -1):
+            current = chain[position]
+            child = chain[position + 1] if position + 1 < len(chain) else None
+            if isinstance(current, ast.If) and child is not None and _in_cold_branch(current, child):
+                return None
+            if id(current) in self.loops and any(child is statement for statement in current.body):
+                return current
+            if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                if id(current) in self.functions:
+                    return current
+                if not isinstance(current, ast.Lambda):
+                    return None
+        return None
+
+    def hot_function(self, function: Function) -> bool:
+        return id(function) in self.functions
+
+
+def hot_paths(source: SourceFile) -> HotPaths:
+    """The module's hot code (see the module docstring), computed once per file."""
+    return source.memo("hot_paths", lambda: _analyse(source))
+
+
+def _analyse(source: SourceFile) -> HotPaths:
+    paths = HotPaths()
+    module_functions = {n.name: n for n in source.tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    worklist: list[tuple[Function, dict[str, Function]]] = []
+    for cls in source.classes:
+        methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        entries = set(_HOT_ENTRY_METHODS)
+        if is_scheduler(cls):
+            entries |= _SCHEDULER_ENTRY_METHODS | {name for name in methods if name.startswith("step_")}
+        if is_attention_processor(cls):
+            entries |= _PROCESSOR_ENTRY_METHODS
+        worklist.extend((methods[name], methods) for name in entries if name in methods)
+        for method in methods.values() if not is_scheduler(cls) else ():
+            for loop in (n for n in statements(method.body) if is_denoising_loop(n) or _steps_a_scheduler(n)):
+                paths.loops.add(id(loop))
+                paths.ranges.append((loop.lineno, loop.end_lineno or loop.lineno))
+                worklist.extend((callee, methods) for callee in _callees(source, loop.body, methods, module_functions))
+    worklist.extend((function, {}) for function in module_functions.values() if _is_attention_backend(function))
+    while worklist:
+        function, methods = worklist.pop()
+        if id(function) in paths.functions or is_cached(function) or function.name == "__init__":
+            continue
+        paths.functions.add(id(function))
+        paths.ranges.append((function.lineno, function.end_lineno or function.lineno))
+        worklist.extend((callee, methods) for callee in _callees(source, function.body, methods, module_functions))
+    return paths
+
+
+def _callees(
+    source: SourceFile, body: list[ast.stmt], methods: dict[str, Function], module_functions: dict[str, Function]
+) -> list[Function]:
+    """What `body` runs outside cold branches: `self.m(...)` and `f(...)` of this module, and the helpers
+    defined inside it (`def apply_rotary_emb(...)` in a processor runs with it)."""
+    text = "\n".join(source.lines[body[0].lineno - 1 : body[-1].end_lineno]) if body else ""
+    if "def " not in text and not any(f"{name}(" in text for name in (*methods, *module_functions)):
+        return []  # no such call or helper is even written here (substring tests, in C): nothing to walk
+    found = []
+    for node in _hot_nodes(body):
+        if isinstance(node, _FUNCTIONS):
+            found.append(node)
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            if func.attr in methods:
+                found.append(methods[func.attr])
+        elif isinstance(func, ast.Name) and func.id in module_functions:
+            found.append(module_functions[func.id])
+    return found
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (*_FUNCTIONS, ast.ClassDef)
+
+
+def _hot_nodes(body: list[ast.stmt]):
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If):
+            stack.append(node.test)
+            stack.extend(s for s in node.body if not _in_cold_branch(node, s))
+            stack.extend(s for s in node.orelse if not _in_cold_branch(node, s))
+        elif not isinstance(node, _SCOPES):
+            stack.extend(child_nodes(node))
+
+
+def _in_cold_branch(branch: ast.If, child: ast.AST) -> bool:
+    in_body = any(child is statement for statement in branch.body)
+    in_orelse = any(child is statement for statement in branch.orelse)
+    kind = _branch_kind(branch.test)
+    if kind == "tensor":  # `if torch.is_tensor(t):` -> the else branch handles Python numbers
+        return in_orelse
+    if kind == "not tensor":
+        return in_body
+    if kind in ("export", "first step", "other backend"):
+        return in_body
+    return False
+
+
+def _branch_kind(test: ast.expr) -> str | None:
+    if _is_first_step_test(test):
+        return "first step"
+    if is_other_backend_test(test):
+        return "other backend"
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    inner = test.operand if negated else test
+    if isinstance(inner, ast.Call):
+        name = (dotted_name(inner.func) or "").rsplit(".", 1)[-1]
+        if name == "is_tensor" or (name == "isinstance" and _mentions_tensor_type(inner)):
+            return "not tensor" if negated else "tensor"
+        if name in _EXPORT_ONLY and not negated:
+            return "export"
+    return None
+
+
+def _is_first_step_test(test: ast.expr) -> bool:
+    """`self.step_index is None` (alone or first in an `or`): true once per generation."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return all(_is_first_step_test(value) for value in test.values)
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and isinstance(test.left, ast.Attribute)
+        and test.left.attr in _STEP_INDEX
+        and isinstance(test.left.value, ast.Name)
+        and test.left.value.id == "self"
+    )
+
+
+def is_other_backend_test(test: ast.expr) -> bool:
+    """`if x.device.type == "mps":`, `in {"mps", "npu"}`, `if XLA_AVAILABLE:`: a path CUDA never takes."""
+    name = dotted_name(test.func if isinstance(test, ast.Call) else test) or ""
+    if name.rsplit(".", 1)[-1] in _OTHER_BACKEND_FLAGS:
+        return True
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq | ast.In)):
+        return False
+    if not (isinstance(test.left, ast.Attribute) and test.left.attr == "type"):
+        return False
+    right = test.comparators[0]
+    values = right.elts if isinstance(right, ast.Set | ast.Tuple | ast.List) else [right]
+    return bool(values) and all(isinstance(v, ast.Constant) and v.value in _OTHER_BACKENDS for v in values)
+
+
+def _mentions_tensor_type(call: ast.Call) -> bool:
+    return len(call.args) == 2 and any(
+        (dotted_name(n) or "").endswith("Tensor") for n in ast.walk(call.args[1])
+    )

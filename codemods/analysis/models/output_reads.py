@@ -1,0 +1,94 @@
+"""Reads of a model or scheduler output's first field, and what was called to produce it.
+
+`self.unet(x, t).sample`, `self.scheduler.step(...)["prev_sample"]`, `attn(h).sample` in a loop
+over `self.attentions`: the read, the call, and the classes the called object may be (from
+`codemods.analysis.values.types`), with the method that runs (`forward` for a module call).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from codemods.analysis.models.hot_paths import is_module_class
+from codemods.analysis.values.types import LocalTypes, Types, attribute_types, element_types
+from codemods.source import Ancestors, SourceFile, enclosing, self_attribute
+
+FIELDS = ("sample", "prev_sample")
+
+
+@dataclass(frozen=True)
+class OutputRead:
+    node: ast.Attribute | ast.Subscript  # the read: `<call>.sample` or `<call>["sample"]`
+    call: ast.Call
+    field: str
+    types: Types  # what the called object may be
+    method: str  # the method that runs: `forward` for `self.unet(...)`, `step` for `self.scheduler.step(...)`
+    # `self._decode(z).sample` in a model: the model reading the output of one of its own methods.
+    own_method: bool
+
+    @property
+    def access(self) -> str:
+        return f".{self.field}" if isinstance(self.node, ast.Attribute) else f'["{self.field}"]'
+
+
+def output_read(node: ast.AST, ancestors: Ancestors, source: SourceFile) -> OutputRead | None:
+    """The read at `node`, when it reads a first output field off a call whose callee's classes are known."""
+    read = _field_read(node, ancestors)
+    if read is None:
+        return None
+    call, field = read
+    func, method = call.func, "forward"
+    if isinstance(func, ast.Attribute) and self_attribute(func) is None:
+        method, func = func.attr, func.value
+    cls = enclosing(ancestors, ast.ClassDef)
+    if self_attribute(func) and cls is not None:
+        types = _class_memo(source, attribute_types, cls).get(func.attr)
+        if types:
+            return OutputRead(node, call, field, types, method, own_method=False)
+        defines = any(isinstance(n, ast.FunctionDef) and n.name == func.attr for n in cls.body)
+        if defines and method == "forward":
+            return OutputRead(node, call, field, (cls.name,), func.attr, own_method=is_module_class(cls))
+        return None
+    function = enclosing(ancestors, (ast.FunctionDef, ast.AsyncFunctionDef))
+    if function is None:
+        return None
+    types = _local_types(source, function, cls).value(func)
+    return OutputRead(node, call, field, types, method, own_method=False) if types else None
+
+
+def _field_read(node: ast.AST, ancestors: Ancestors) -> tuple[ast.Call, str] | None:
+    """`call(...).sample` or `call(...)["sample"]` read (not stored, not called as a method)."""
+    if isinstance(node, ast.Attribute) and node.attr in FIELDS and isinstance(node.ctx, ast.Load):
+        parent = ancestors[-1] if ancestors else None
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return None
+        field = node.attr
+    elif (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.ctx, ast.Load)
+        and isinstance(node.slice, ast.Constant)
+        and node.slice.value in FIELDS
+    ):
+        field = node.slice.value
+    else:
+        return None
+    return (node.value, field) if isinstance(node.value, ast.Call) else None
+
+
+def _local_types(
+    source: SourceFile, function: ast.FunctionDef | ast.AsyncFunctionDef, cls: ast.ClassDef | None
+) -> LocalTypes:
+    def build() -> LocalTypes:
+        if cls is None:
+            return LocalTypes(function, {}, {})
+        return LocalTypes(function, _class_memo(source, attribute_types, cls), _class_memo(source, element_types, cls))
+
+    return source.memo(f"local_types:{id(function)}", build)
+
+
+def _class_memo(
+    source: SourceFile, compute: Callable[[ast.ClassDef], dict[str, Types | None]], cls: ast.ClassDef
+) -> dict[str, Types | None]:
+    return source.memo(f"{compute.__name__}:{id(cls)}", lambda: compute(cls))

@@ -1,0 +1,6 @@
+"""Placement: where a value lives (the accelerator, the host, or no tensor), from where it was made or
+moved (`function_places`, `call_places`, `class_places`, `device_places`), and what makes the host read a
+device tensor (`host_reads`, `host_built`, `mask_guards`) or build host data every call (`host_factories`).
+
+May import: codemods, codemods.project, codemods.analysis
+"""

@@ -1,0 +1,228 @@
+"""Where a class keeps its tensors: `self.<name>` on the device, on the host, or a component to call.
+
+- nn.Module classes: registered buffers and parameters follow `model.to()` (device); submodules
+  are modules; tensors built once in `__init__` and never reassigned stay where they were made
+  (the host), which is why QwenImage moves its RoPE tables per call.
+- Schedulers: what `set_timesteps` leaves in an attribute (`self.timesteps = ....to(device)` is on
+  the device, `self.sigmas = sigmas.to("cpu")` on the host). A scheduler's sigmas left on the
+  device are DIF002's (it knows the fix): they read as UNKNOWN here, so no other rule reports them.
+- Pipelines: components registered with `register_modules` are modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from functools import cached_property
+
+from codemods.analysis.models.attributes import class_attributes
+from codemods.analysis.models.hot_paths import is_module_class, is_scheduler
+from codemods.analysis.placement.place import Place, join
+from codemods.analysis.placement.function_places import FunctionPlaces
+from codemods.source import Ancestors, SourceFile, dotted_name, statements
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+# Set up by `set_timesteps`; what `__init__` put there is replaced before any step runs.
+_SCHEDULE_SETTER = "set_timesteps"
+
+
+class ClassPlaces:
+    def __init__(self, cls: ast.ClassDef, source: SourceFile | None = None) -> None:
+        self.cls = cls
+        self.source = source
+        self._attributes: dict[str, Place] = {}
+        self._in_progress: set[str] = set()
+        self._functions: dict[int, FunctionPlaces] = {}
+        self._returning: set[tuple[str, int]] = set()  # returned items being worked out (a recursion guard)
+
+    @cached_property
+    def methods(self) -> dict[str, Function]:
+        return {n.name: n for n in self.cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+    @cached_property
+    def is_scheduler(self) -> bool:
+        return is_scheduler(self.cls)
+
+    @cached_property
+    def is_module(self) -> bool:
+        return is_module_class(self.cls)
+
+    @cached_property
+    def components(self) -> frozenset[str]:
+        """Names registered with `self.register_modules(name=...)` (a pipeline's models and scheduler)."""
+        found = set()
+        for method in self.methods.values():
+            for node in statements(method.body):  # the call is a statement of its own
+                call = node.value if isinstance(node, ast.Expr) else None
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "register_modules"
+                ):
+                    found.update(k.arg for k in call.keywords if k.arg)
+        return frozenset(found)
+
+    def function(self, function: Function) -> FunctionPlaces:
+        if id(function) not in self._functions:
+            # A weak back-reference: a cycle here would keep every parsed tree alive in the scan
+            # workers, which run with the garbage collector off.
+            self._functions[id(function)] = FunctionPlaces(function, weakref.proxy(self))
+        return self._functions[id(function)]
+
+    def attribute_place(self, name: str) -> Place:
+        if name in self._attributes:
+            return self._attributes[name]
+        if name in self._in_progress:
+            return Place.PENDING
+        self._in_progress.add(name)
+        place = self._attribute_place(name)
+        self._in_progress.discard(name)
+        self._attributes[name] = place
+        return place
+
+    def _attribute_place(self, name: str) -> Place:
+        if name in self.components:
+            return Place.MODULE
+        if self.is_module:
+            return self._module_attribute_place(name)
+        if self.is_scheduler:
+            place = self._scheduler_attribute_place(name)
+            return Place.UNKNOWN if name == "sigmas" and place is not Place.HOST else place
+        return Place.UNKNOWN
+
+    @cached_property
+    def _class_attributes(self):
+        return class_attributes(self.cls, source=self.source)
+
+    def _module_attribute_place(self, name: str) -> Place:
+        attributes = self._class_attributes
+        if name in attributes.buffers:
+            return Place.DEVICE
+        if name in attributes.registered:
+            return Place.DEVICE if name in self._parameters else Place.MODULE
+        if name in attributes.init_tensors and name not in attributes.changed_after_init:
+            return Place.HOST
+        return Place.UNKNOWN
+
+    @cached_property
+    def _parameters(self) -> frozenset[str]:
+        found = set()
+        for node in (s for method in self.methods.values() for s in statements(method.body)):
+            is_call = isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            if is_call and (dotted_name(node.value.func) or "").rsplit(".", 1)[-1] in ("Parameter", "Buffer"):
+                found.update(t.attr for t in node.targets if isinstance(t, ast.Attribute))
+        return frozenset(found)
+
+    def _scheduler_attribute_place(self, name: str) -> Place:
+        setter = self.methods.get(_SCHEDULE_SETTER)
+        if setter is not None and self.function(setter).assigns(f"self.{name}"):
+            return self.exit_place(setter, name)
+        found: Place | None = None
+        for method in self.methods.values():
+            if self.function(method).assigns(f"self.{name}"):
+                found = join(found, self.exit_place(method, name))
+        return found if found not in (None, Place.PENDING) else Place.UNKNOWN
+
+    def returned_place(self, method_name: str) -> Place:
+        """Where `self.<method_name>(...)`'s result lives: DEVICE (HOST) where every `return` gives a device (CPU) tensor."""
+        return self._returned(method_name, None)
+
+    def returned_item_place(self, method_name: str, position: int) -> Place:
+        """Where item `position` of `self.<method_name>(...)`'s result lives, when every return is a tuple
+        display (`return latents, target_mask, shapes`): DEVICE where each return's item is, else UNKNOWN."""
+        return self._returned(method_name, position)
+
+    def _returned(self, method_name: str, position: int | None) -> Place:
+        method = self.methods.get(method_name)
+        key = (method_name, -1 if position is None else position)
+        if method is None or key in self._returning:
+            return Place.UNKNOWN
+        returns = [s.value for s in statements(method.body) if isinstance(s, ast.Return)]
+        if position is None:
+            values = [value for value in returns if value is not None]
+        elif all(
+            isinstance(value, ast.Tuple)
+            and len(value.elts) > position
+            and not any(isinstance(e, ast.Starred) for e in value.elts[: position + 1])
+            for value in returns
+        ):
+            values = [value.elts[position] for value in returns]  # type: ignore[union-attr]
+        else:
+            return Place.UNKNOWN
+        if not values or len(values) != len(returns):
+            return Place.UNKNOWN
+        self._returning.add(key)
+        places = self.function(method)
+        found = {places.place(value) for value in values}
+        self._returning.discard(key)
+        if position is None and found == {Place.HOST}:
+            return Place.HOST  # `get_num_transfer_tokens`: built on the CPU whatever it is handed
+        return Place.DEVICE if found == {Place.DEVICE} else Place.UNKNOWN
+
+    def may_exit_on_device(self, method: Function, name: str) -> bool:
+        """Whether some path through `method` leaves `self.<name>` on the device."""
+        places = self.function(method)
+        return any(places.may_be_on_device(value) for _, value in self._exit_assignments(method, name))
+
+    def _exit_assignments(self, method: Function, name: str) -> list[tuple[ast.stmt, ast.expr]]:
+        """The assignments of `self.<name>` that may hold when `method` returns."""
+        assignments = attribute_assignments(method, name)
+        last_top_level = max(
+            (i for i, (statement, _) in enumerate(assignments) if statement in method.body), default=None
+        )
+        return assignments[last_top_level:] if last_top_level is not None else assignments
+
+    def exit_place(self, method: Function, name: str) -> Place:
+        """Where `self.<name>` lives when `method` returns: its last assignment, unless branches follow it."""
+        considered = self._exit_assignments(method, name)
+        if not considered:
+            return Place.UNKNOWN
+        places = self.function(method)
+        found: Place | None = None
+        for _, value in considered:
+            found = join(found, places.place(value))
+        return found if found not in (None, Place.PENDING) else Place.UNKNOWN
+
+
+def attribute_assignments(method: Function, name: str) -> list[tuple[ast.stmt, ast.expr]]:
+    """`self.<name> = value` statements of `method` (not of functions inside it), in source order."""
+    found = []
+    for node in ast.walk(method):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(
+                isinstance(t, ast.Attribute)
+                and t.attr == name
+                and isinstance(t.value, ast.Name)
+                and t.value.id == "self"
+                for t in targets
+            ):
+                found.append((node, node.value))
+    return sorted(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+
+
+def places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces | None:
+    """The places of the function a node is in (its class's attributes included, for a method)."""
+    for position in range(len(ancestors) - 1, -1, -1):
+        function = ancestors[position]
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            break
+    else:
+        return None
+    parent = ancestors[position - 1] if position > 0 else None
+    cache: dict[int, object] = source.memo("function_places", dict)
+    if id(function) not in cache:
+        if isinstance(parent, ast.ClassDef):
+            if id(parent) not in cache:
+                cache[id(parent)] = ClassPlaces(parent, source)
+            cache[id(function)] = cache[id(parent)].function(function)  # type: ignore[union-attr]
+        else:
+            cache[id(function)] = FunctionPlaces(function)
+    return cache[id(function)]  # type: ignore[return-value]
+
+
+def class_places(source: SourceFile, cls: ast.ClassDef) -> ClassPlaces:
+    cache: dict[int, object] = source.memo("function_places", dict)
+    if id(cls) not in cache:
+        cache[id(cls)] = ClassPlaces(cls, source)
+    return cache[id(cls)]  # type: ignore[return-value]

@@ -1,0 +1,105 @@
+"""What a scheduler's `set_timesteps` does with `self.sigmas`: where it assigns them last, where a
+move to the CPU could go, and the moves written without their assignment (`self.sigmas.to("cpu")`).
+
+The statement-level half of DIF002 (`codemods.rules.scheduler_sigmas_on_device`); how the
+sigmas are used per step is `codemods.analysis.schedules.sigma_flow`'s.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from codemods.analysis.placement.class_places import ClassPlaces, attribute_assignments
+from codemods.analysis.values.device_moves import device_move
+from codemods.analysis.placement.discarded_results import DiscardedConversion, discarded_conversions
+from codemods.analysis.placement.place import Place
+from codemods.analysis.schedules.sigma_flow import SigmaUse
+from codemods.analysis.schedules.sigma_taint import Taint
+from codemods.source import dotted_name
+
+# What the scheduler's siblings reset just before keeping their sigmas on the CPU.
+_RESETS = {"_step_index", "_begin_index"}
+
+
+def self_sigmas(node: ast.expr) -> Taint | None:
+    if isinstance(node, ast.Attribute) and node.attr == "sigmas" and dotted_name(node.value) == "self":
+        return "vector" if isinstance(node.ctx, ast.Load) else None
+    return None
+
+
+Move = tuple[ast.FunctionDef, DiscardedConversion]
+
+
+def discarded_moves(places: ClassPlaces) -> list[Move]:
+    """`self.sigmas.to("cpu")` / `self.sigmas.cpu()` as statements of their own, in any method."""
+    found = []
+    for method in places.methods.values():
+        for conversion in discarded_conversions(method):
+            if dotted_name(conversion.receiver) != "self.sigmas":
+                continue
+            move = device_move(conversion.call)
+            to_cpu = conversion.method == "cpu" or (
+                move is not None
+                and move.device_only
+                and places.function(method).device_place(move.device) is Place.HOST
+            )
+            if to_cpu:
+                found.append((method, conversion))
+    return found
+
+
+def may_be_on_device(places: ClassPlaces, method: ast.FunctionDef, sigmas: ast.expr) -> bool:
+    """Whether some assignment of `self.sigmas` in `method` that reaches `sigmas` may put them on the device
+    (none in the method: they come from elsewhere, so maybe)."""
+    function = places.function(method)
+    bindings = function.bindings.reaching("self.sigmas", sigmas)
+    return not bindings or any(
+        b.kind != "value" or b.value is None or function.may_be_on_device(b.value) for b in bindings
+    )
+
+
+def reads_sigmas(method: ast.AST) -> bool:
+    return any(self_sigmas(n) for n in ast.walk(method) if isinstance(n, ast.Attribute))
+
+
+def final_assignment(setter: ast.FunctionDef) -> ast.stmt:
+    return attribute_assignments(setter, "sigmas")[-1][0]
+
+
+def anchor(setter: ast.FunctionDef) -> ast.stmt | None:
+    """The last top-level statement of `set_timesteps` that touches the sigmas or resets the step index."""
+    found = None
+    for statement in setter.body:
+        touches = any(
+            self_sigmas(n) or _is_self_store(n, "sigmas") for n in ast.walk(statement) if isinstance(n, ast.Attribute)
+        )
+        resets = isinstance(statement, ast.Assign) and any(
+            isinstance(t, ast.Attribute) and t.attr in _RESETS and dotted_name(t.value) == "self"
+            for t in statement.targets
+        )
+        if touches or resets:
+            found = statement
+    if found is not None and isinstance(found, ast.Return | ast.Raise):
+        return None
+    return found
+
+
+def _is_self_store(node: ast.Attribute, name: str) -> bool:
+    return node.attr == name and dotted_name(node.value) == "self" and isinstance(node.ctx, ast.Store)
+
+
+def why_no_fix(setter: ast.FunctionDef, needs: list[SigmaUse]) -> str | None:
+    if needs:
+        return (
+            f"line {needs[0].line} {needs[0].why} (`{needs[0].text}`), a use this rule cannot show to work with "
+            "CPU sigmas"
+        )
+    early = [n for n in ast.walk(setter) if isinstance(n, ast.Return) and n is not setter.body[-1]]
+    if early:
+        return f"`set_timesteps` returns early (line {early[0].lineno}); the sigmas must move on every path, by hand"
+    return None
+
+
+def describe(uses: list[SigmaUse]) -> str:
+    shown = "; ".join(f"`{u.text}` (line {u.line}) {u.why}" for u in uses[:2])
+    return shown + (f"; {len(uses) - 2} more" if len(uses) > 2 else "")

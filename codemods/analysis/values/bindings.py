@@ -1,0 +1,241 @@
+"""Which assignments of a local name can reach a given use of it, in one function.
+
+Scheduler and pipeline code reuses names across types (`sigmas` is a NumPy array, then a
+tensor on the device; `timesteps` is a parameter list, then the scheduler's device tensor), so
+a flow-insensitive view ("everything ever assigned to it") says nothing useful. This is a cheap
+structural approximation of reaching definitions, good for straight-line code with branches and
+loops: the last assignment before the use in a block that encloses it wins; assignments after
+that one in branches (which may or may not run), and assignments later in an enclosing loop
+(which reach around the back edge), are added to it.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+from collections.abc import Callable
+from functools import cached_property
+
+from codemods.analysis.values.binding_sites import Binding, Function, bindings_by_name, comprehension_bindings
+from codemods.source import child_nodes
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_BINDS_BODY = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.comprehension)
+# The fields of a compound statement that hold statements (its own expressions are the others).
+_BLOCK_ITEMS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+class FunctionBindings:
+    def __init__(self, function: Function, skip_branch: Callable[[ast.If], bool] = lambda branch: False) -> None:
+        self.function = function
+        # A branch that never runs on the path analysed (`if XLA_AVAILABLE:`): its body binds nothing.
+        self.skip_branch = skip_branch
+        self._reaching: dict[tuple[str, int], list[Binding]] = {}
+        self._blocks: dict[int, dict[int, str]] = {}
+        self._expressions: dict[int, dict[int, ast.AST]] = {}
+
+    def of(self, name: str) -> list[Binding]:
+        return self._all.get(name, [])
+
+    def reaching(self, name: str, use: ast.AST | None) -> list[Binding]:
+        """The bindings of `name` that may hold when `use` runs (all of them if `use` is not in the function)."""
+        bindings = self.of(name)
+        chain = self._chain(use) if use is not None else None
+        if chain is None:
+            return bindings
+        # A comprehension's variables are seen only inside it, so only those around the use count.
+        bindings = sorted([*bindings, *comprehension_bindings(name, chain)], key=self._where)
+        if not bindings:
+            return bindings
+        key = (name, id(use))
+        if key not in self._reaching:
+            self._reaching[key] = self._reaching_at(use, chain, bindings)
+        return self._reaching[key]
+
+    def _reaching_at(self, use: ast.AST, chain: list[ast.AST], bindings: list[Binding]) -> list[Binding]:
+        at = _position(use)
+        latest: Binding | None = None
+        for binding in bindings:
+            if self._dominates(binding, chain, at) and (latest is None or self._where(binding) >= self._where(latest)):
+                latest = binding
+        start = self._where(latest) if latest is not None else (-1, -1)
+        loops = [node for node in chain if isinstance(node, _LOOPS) and self._in_body(node, chain)]
+        found = [latest] if latest is not None else []
+        for binding in bindings:
+            if binding is latest or binding.owner is self.function:
+                continue
+            where = self._where(binding)
+            before = start < where < at and binding.owner not in chain
+            # Through a loop's back edge, unless the binding that dominates the use is in that loop too (and kills it).
+            around = where > at and any(
+                _inside(binding.owner, loop) and (latest is None or not _inside(latest.owner, loop)) for loop in loops
+            )
+            if before or around:
+                found.append(binding)
+        return found
+
+    def _where(self, binding: Binding) -> tuple[int, int]:
+        return (-1, -1) if binding.owner is self.function else _position(binding.owner)
+
+    # -- structure ------------------------------------------------------------------------------
+
+    @cached_property
+    def _statements(self) -> tuple[list[ast.AST], dict[int, ast.AST]]:
+        """The function's own statements (and `except` handlers), and each one's parent.
+
+        Only statements: nine nodes in ten are expressions, and parents for those are worked out
+        only inside a statement a use is asked about (`_expression_parents`). Nested scopes and
+        skipped branches get a parent but are not entered.
+        """
+        body = [self.function.body] if isinstance(self.function, ast.Lambda) else self.function.body
+        parents: dict[int, ast.AST] = {}
+        nodes: list[ast.AST] = []
+        stack: list[tuple[ast.AST, ast.AST]] = [(statement, self.function) for statement in reversed(body)]
+        while stack:
+            node, parent = stack.pop()
+            parents[id(node)] = parent
+            if not isinstance(node, ast.stmt | ast.excepthandler | ast.match_case):
+                continue  # a Lambda's body expression
+            nodes.append(node)
+            if isinstance(node, _SCOPES):
+                continue
+            skipped = isinstance(node, ast.If) and self.skip_branch(node)
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in reversed(getattr(node, field, None) or ()):
+                    if skipped and field == "body":
+                        parents[id(child)] = node
+                    else:
+                        stack.append((child, node))
+        return nodes, parents
+
+    def _expression_parents(self, statement: ast.AST) -> dict[int, ast.AST]:
+        """Parents of the expressions that belong to `statement` itself (not to the statements it holds)."""
+        if id(statement) not in self._expressions:
+            parents: dict[int, ast.AST] = {}
+            stack = [c for c in child_nodes(statement) if not isinstance(c, _BLOCK_ITEMS)]
+            for child in stack:
+                parents[id(child)] = statement
+            while stack:
+                node = stack.pop()
+                if isinstance(node, _SCOPES):
+                    continue
+                for child in child_nodes(node):
+                    parents[id(child)] = node
+                    stack.append(child)
+            self._expressions[id(statement)] = parents
+        return self._expressions[id(statement)]
+
+    def _chain(self, node: ast.AST) -> list[ast.AST] | None:
+        """`node`'s ancestors, innermost first, up to the function; None if `node` is not the function's own."""
+        _, parents = self._statements
+        if id(node) in parents:
+            current = parents[id(node)]
+        else:
+            owner = self._statement_holding(node)
+            if owner is None:
+                return None
+            expressions = self._expression_parents(owner)
+            if id(node) not in expressions:
+                return None  # inside a nested scope of that statement
+            current = expressions[id(node)]
+            chain = []
+            while current is not owner:
+                if isinstance(current, _SCOPES):
+                    return None
+                chain.append(current)
+                current = expressions[id(current)]
+            return [node, *chain, *self._statement_chain(owner)]
+        return [node, *self._statement_chain(current)] if current is not self.function else [node, self.function]
+
+    def _statement_chain(self, statement: ast.AST) -> list[ast.AST]:
+        _, parents = self._statements
+        chain = []
+        current: ast.AST | None = statement
+        while current is not None and current is not self.function:
+            chain.append(current)
+            current = parents.get(id(current))
+        chain.append(self.function)
+        return chain
+
+    def _statement_holding(self, node: ast.AST) -> ast.AST | None:
+        """The innermost own statement whose extent holds `node`.
+
+        Going back from the last statement that starts before `node`, the first one that also
+        ends after it is the innermost: anything between is a sibling or a child that ended before.
+        """
+        start = _position(node)
+        end = (getattr(node, "end_lineno", -1), getattr(node, "end_col_offset", -1))
+        candidates, starts = self._located
+        for position in range(bisect.bisect_right(starts, start) - 1, -1, -1):
+            statement = candidates[position]
+            if end <= (statement.end_lineno, statement.end_col_offset):
+                return statement
+        return None
+
+    @cached_property
+    def _located(self) -> tuple[list[ast.stmt], list[tuple[int, int]]]:
+        """The own statements a use can be in (nested scopes are not entered), sorted by where they start."""
+        located = sorted(
+            (s for s in self._statements[0] if not isinstance(s, (ast.match_case, *_SCOPES))), key=_position
+        )
+        return located, [_position(s) for s in located]
+
+    def _parent(self, node: ast.AST) -> ast.AST | None:
+        return self._statements[1].get(id(node))
+
+    def _dominates(self, binding: Binding, chain: list[ast.AST], at: tuple[int, int]) -> bool:
+        """Whether `binding` runs on every path to the use (before it, in a block that encloses it)."""
+        owner = binding.owner
+        if owner is self.function:
+            return True
+        if isinstance(owner, ast.comprehension):
+            return True  # only the comprehensions around the use are asked about
+        if isinstance(owner, _BINDS_BODY) and owner in chain:
+            return self._in_body(owner, chain)
+        if _position(owner) >= at or owner in chain:
+            return False
+        block = self._block(owner)
+        return block is not None and any(self._block(member) == block for member in chain if member is not owner)
+
+    def _block(self, statement: ast.AST) -> tuple[int, str] | None:
+        parent = self._parent(statement)
+        if parent is None:
+            return None
+        field = self._fields_of(parent).get(id(statement))
+        return (id(parent), field) if field is not None else None
+
+    def _in_body(self, owner: ast.AST, chain: list[ast.AST]) -> bool:
+        """The use is in `owner`'s body (not in a loop's iterable or a `with`'s items)."""
+        if isinstance(owner, ast.comprehension):
+            return False  # the comprehension's element is a sibling, handled by its parent
+        position = chain.index(owner)
+        inner = chain[position - 1] if position > 0 else None
+        return inner is not None and self._fields_of(owner).get(id(inner)) in ("body", "orelse")
+
+    def _fields_of(self, parent: ast.AST) -> dict[int, str]:
+        """Which block of `parent` each of its statements is in (computed once per parent: bodies are long)."""
+        if id(parent) not in self._blocks:
+            self._blocks[id(parent)] = {
+                id(statement): field
+                for field in ("body", "orelse", "finalbody", "handlers", "cases")
+                if isinstance(getattr(parent, field, None), list)
+                for statement in getattr(parent, field)
+            }
+        return self._blocks[id(parent)]
+
+    @cached_property
+    def _all(self) -> dict[str, list[Binding]]:
+        found = bindings_by_name(self.function, self._statements[0])
+        for bindings in found.values():
+            bindings.sort(key=self._where)
+        return found
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", -1), getattr(node, "col_offset", -1)
+
+
+def _inside(node: ast.AST, loop: ast.AST) -> bool:
+    start, end = _position(loop)[0], getattr(loop, "end_lineno", None) or _position(loop)[0]
+    return start < _position(node)[0] <= end

@@ -1,0 +1,8 @@
+"""The engine: the one data path behind the CLI, the pre-commit hook and the bot.
+
+It owns a run from paths to results: discovery (which files), the scan cache, detection in worker
+processes (`scan`), the fix loop and the proof before writing (`fixing`, `fix_loop`, `apply`), the
+`# Copied from` declines, and the run's options and result (`run_result`). `entry.run()` is the entry.
+
+May import: codemods, codemods.project, codemods.analysis, codemods.edits, codemods.rules
+"""

@@ -1,0 +1,252 @@
+"""The one data path behind the CLI, the pre-commit hook and the bot.
+
+discover files -> scan each (parallel, cached: parse, facts, rule checks) -> resolve findings
+against the whole tree -> plan fixes -> apply with libcst (parallel) -> re-scan the result
+(parses, compiles, its own findings ask for nothing more, `# Copied from` copies still agree) ->
+again over the tree as fixed, until a pass changes nothing (codemods/engine/fix_loop.py) ->
+write atomically / diff / report. A file that fails any step is left byte-for-byte as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
+from multiprocessing import get_context
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codemods.engine.cache import ScanCache, digest
+from codemods.project.config import Config, find_pyproject, load_config
+from codemods.engine.copy_declines import copy_decline
+from codemods.engine.discovery import discover, is_deprecated_pipeline
+from codemods.errors import RunAborted, UsageError
+from codemods.project.facts import FileFacts
+from codemods.project.files import SourceText, WriteRefused, write_atomically
+from codemods.findings import FileError, Finding, FixSafety
+from codemods.project.index import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
+from codemods.rules import check_opt_ins, select_rules
+from codemods.rules.base import Rule
+from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
+from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
+from codemods.source import SourceFile
+
+if TYPE_CHECKING:
+    from codemods.edits.formatter import FormatterGate
+
+Progress = Callable[[str, int, int], None]
+
+
+def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
+    config = load_config(find_pyproject(options.paths))
+    select = options.select if options.select is not None else config.select
+    ignore = options.ignore if options.ignore is not None else config.ignore
+    rules = select_rules(select, ignore)
+    if not rules:  # `--select ''`, or `--select X --ignore X`: a run that checks nothing must not pass
+        raise UsageError(
+            f"the rule selection is empty (select: {(','.join(select) or 'none') if select is not None else 'all'}; "
+            f"ignore: {','.join(ignore) or 'none'}): name at least one rule that `codemod rules` lists"
+        )
+    config = replace(config, opt_in=(*config.opt_in, *options.opt_in))
+    check_opt_ins(config.opt_in)
+    base = config.pyproject.parent if config.pyproject else Path.cwd()
+    files = discover(options.paths, config.exclude, base)
+    return _Run(options, config, rules, files, progress or (lambda *_: None)).execute()
+
+
+def _include_deprecated(options: RunOptions, config: Config) -> bool:
+    return config.include_deprecated if options.include_deprecated is None else options.include_deprecated
+
+
+class _Run:
+    def __init__(self, options: RunOptions, config: Config, rules: list[Rule], files: list[Path], progress: Progress):
+        self.options = options
+        self.rules = rules
+        self.rule_by_code = {rule.code: rule for rule in rules}
+        self.progress = progress
+        self.files = [str(f) for f in files]
+        self.in_run = frozenset(self.files)
+        roots_by_directory: dict[Path, Path | None] = {}
+        self.roots: dict[str, Path | None] = {}
+        for file in files:
+            if file.parent not in roots_by_directory:
+                roots_by_directory[file.parent] = package_root(file.parent)
+            self.roots[str(file)] = roots_by_directory[file.parent]
+        self.trees = {root: TreeInfo.of(root, config.line_length, config.opt_in) for root in set(self.roots.values())}
+        self.codes = tuple(rule.code for rule in rules)
+        # Not the rule selection: a file's scan holds each rule's findings apart (see codemods.engine.scan).
+        self.cache = ScanCache(options.cache_dir, repr(sorted(self.trees.values(), key=repr)))
+        self.stats = ScanStats()
+        self.used_cache_keys: set[str] = set()
+        self.jobs = options.jobs or os.cpu_count() or 1
+        self.pyproject = config.pyproject
+        self.frozen: set[str] = set()  # files never changed: findings there are only counted
+        if not _include_deprecated(options, config):
+            self.frozen = {p for p, root in self.roots.items() if is_deprecated_pipeline(module_name(Path(p), root))}
+        self.originals: dict[str, SourceText] = {}  # files a fix touches, as read before fixing
+
+    def formatter_gate(self) -> FormatterGate | None:
+        from codemods.edits.formatter import FormatterGate, find_pin  # only a run with fixes pays for it
+
+        pin = find_pin(self.pyproject)
+        return FormatterGate(pin) if pin else None
+
+    @property
+    def writes(self) -> bool:
+        return self.options.mode is Mode.WRITE
+
+    def execute(self) -> RunResult:
+        result = RunResult(self.options.mode, self.rules, len(self.files), scan_stats=self.stats)
+        digests, unreadable_scans = self.digest_files()
+        scans = {**unreadable_scans, **self.scan_files({path: (key, None) for path, key in digests.items()}, "scan")}
+        scans = {path: scans[path] for path in self.files}  # in path order, however they were computed
+        loose = [Path(path) for path, root in self.roots.items() if root is None]
+        index = ProjectIndex(
+            {root for root in self.roots.values() if root} | set(loose),
+            {s.path: s.facts for s in scans.values() if s.facts},
+            self.load_facts,
+            # Only a script outside any package resolves names against the installed diffusers.
+            reference=installed_diffusers() if loose else None,
+        )
+        errors = {path: s.error for path, s in scans.items() if s.error}
+        findings = self.resolve(scans.values(), index, errors)
+        result.findings, result.skipped = self.split_frozen(findings)
+        if self.options.mode is not Mode.CHECK:
+            from codemods.engine.fix_loop import fix_until_stable
+
+            settled = fix_until_stable(self, scans, index, errors, result.findings)
+            result.changes, result.findings, result.formatter = settled.changes, settled.findings, settled.formatter
+            result.passes = settled.passes
+            if settled.skipped is not None:
+                result.skipped = settled.skipped
+            if self.options.mode is Mode.WRITE:
+                self.write(result.changes, errors)
+        self.cache.save(self.used_cache_keys)
+        result.errors = sorted(errors.values(), key=lambda e: e.path)
+        result.findings.sort(key=Finding.sort_key)
+        return result
+
+    def split_frozen(self, findings: list[Finding]) -> tuple[list[Finding], list[Finding]]:
+        """The findings the run may fix, and those in files it may not change (counted in the summary, never fixed)."""
+        return [f for f in findings if f.path not in self.frozen], [f for f in findings if f.path in self.frozen]
+
+    def digest_files(self) -> tuple[dict[str, str], dict[str, Scan]]:
+        digests: dict[str, str] = {}
+        unreadable_scans: dict[str, Scan] = {}
+        for path in self.files:
+            try:
+                digests[path] = self.cache.file_digest(path)
+            except OSError as error:
+                unreadable_scans[path] = unreadable(path, error).select(self.codes)
+        return digests, unreadable_scans
+
+    def scan_files(self, files: dict[str, tuple[str, str | None]], phase: str) -> dict[str, Scan]:
+        """Each file's scan under the selected rules, `files` being path -> (content digest, text or None to
+        read it). Rule results the cache holds are reused; a worker runs only the rules missing for a file."""
+        known: dict[str, FileScan] = {}
+        partly: dict[str, FileScan] = {}  # cached with some of the selected rules' results missing
+        pending: list[ScanJob] = []
+        for path, (key, text) in files.items():
+            cached: FileScan | None = self.cache.get(key)
+            missing = cached.missing(self.codes) if cached is not None else self.codes
+            if cached is not None:
+                self.stats.rule_results_reused += len(self.codes) - len(missing)
+                if not missing:  # `missing` is empty for a cached error too
+                    known[path] = cached
+                    continue
+                partly[path] = cached
+            root = self.roots[path]
+            pending.append(ScanJob(path, module_name(Path(path), root), self.trees[root], missing, text))
+        # Largest first, in small chunks: the workers then finish together (no one left with the big files).
+        pending.sort(key=lambda job: -(len(job.text) if job.text is not None else os.path.getsize(job.path)))
+        self.progress(phase, len(known), len(files))
+        for scan in self.map(run_scan_job, pending, phase, already=len(known), total=len(files)):
+            key = files[scan.path][0]
+            known[scan.path] = partly[scan.path].merged(scan) if scan.path in partly else scan
+            if scan.cacheable:
+                self.cache.put(key, known[scan.path])
+            self.stats.files_parsed += 1
+            self.stats.rule_results_computed += len(scan.rules)
+        self.used_cache_keys.update(key for key, _ in files.values())
+        return {path: known[path].select(self.codes) for path in files}
+
+    def scan_texts(self, texts: dict[str, str]) -> dict[str, Scan]:
+        """Scans of rewritten texts, keyed (and cached) as the scans of the files once written (UTF-8)."""
+        keyed = {path: (digest(path, text.encode("utf-8")), text) for path, text in texts.items()}
+        return self.scan_files(keyed, "check")
+
+    def load_facts(self, path: str, module: str, text: str) -> FileFacts | None:
+        """Facts of a tree file this run did not scan (the index asks only when a finding needs them)."""
+        key = digest(path, text.encode("utf-8"))
+        self.used_cache_keys.add(key)
+        cached: FileScan | None = self.cache.get(key)
+        if cached is None:
+            cached = file_facts(SourceFile(path, text, module))  # facts alone: no rule has run on it
+            self.cache.put(key, cached)
+        return cached.facts
+
+    def map(self, function: Callable, jobs: list, phase: str, already: int = 0, total: int = 0) -> Iterator:
+        total = total or len(jobs)
+        if len(jobs) < 8 or self.jobs == 1:
+            for done, job in enumerate(jobs, start=1):
+                yield function(job)
+                self.progress(phase, already + done, total)
+            return
+        chunk = max(1, min(8, len(jobs) // (self.jobs * 16)))
+        try:
+            with ProcessPoolExecutor(self.jobs, mp_context=get_context("fork"), initializer=_quiet_worker) as pool:
+                for done, value in enumerate(pool.map(function, jobs, chunksize=chunk), start=1):
+                    yield value
+                    self.progress(phase, already + done, total)
+        except BrokenProcessPool:
+            raise RunAborted(
+                f"a worker process died in the {phase} phase (out of memory, or a crash in the parser); nothing was written"
+            ) from None
+
+    def resolve(self, scans: Iterable[Scan], index: ProjectIndex, errors: dict[str, FileError]) -> list[Finding]:
+        """The scans' findings confirmed against the whole tree: new values (`Rule.resolve` never changes its argument)."""
+        resolved = []
+        for scan in scans:
+            for finding in scan.findings:
+                rule = self.rule_by_code[finding.code]
+                try:
+                    kept = rule.resolve(finding, index)
+                except Exception as crash:  # same contract as a crash in check
+                    errors[scan.path] = FileError(scan.path, f"rule {rule.code} failed: {type(crash).__name__}: {crash}")
+                    continue
+                if kept is not None:
+                    resolved.append(self.decline_unchangeable_copies(kept, index))
+        return resolved
+
+    def decline_unchangeable_copies(self, finding: Finding, index: ProjectIndex) -> Finding:
+        """The finding without its fix when its `# Copied from` group can never change in this run, said here
+        (not only in the fixer) so that a check reports what a write does (codemods/engine/copy_declines.py)."""
+        if finding.fix is None or finding.path in self.frozen:  # a frozen file's findings are only counted
+            return finding
+        reason = copy_decline(index, finding, self.in_run, self.frozen)
+        return finding if reason is None else replace(finding, fix=None, not_fixed_reason=reason)
+
+    def wanted(self, finding: Finding) -> bool:
+        """Whether this run applies the finding's fix (safe ones always, unsafe ones on request)."""
+        if finding.fix is None:
+            return False
+        return finding.fix.safety is FixSafety.SAFE or self.options.unsafe_fixes
+
+    def write(self, changes: dict[str, tuple[str, str]], errors: dict[str, FileError]) -> None:
+        for path, (_, after) in list(changes.items()):
+            original = self.originals[path]
+            try:
+                write_atomically(path, original.encode(after), expected=original.data)
+            except WriteRefused as refused:
+                errors[path] = FileError(path, str(refused))
+                del changes[path]
+
+
+def _quiet_worker() -> None:
+    # A scan makes no reference cycles (a test holds it to that), so reference counting frees every
+    # tree and the cycle collector would only cost time.
+    import gc
+
+    gc.disable()

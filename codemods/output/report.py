@@ -1,0 +1,246 @@
+"""How a run is shown: text for people, JSON for tools, SARIF for code scanning, GitHub annotations for CI."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+from typing import Any
+
+from codemods import __version__
+from codemods.engine.entry import Mode, RunResult
+from codemods.findings import Finding, FixSafety
+from codemods.output.rule_docs import TOOL_URL
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def display_path(path: str) -> str:
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def _marker(finding: Finding) -> str:
+    if finding.fixed:
+        return "[fixed] "
+    if finding.fix_safety is FixSafety.SAFE and not finding.not_fixed_reason:
+        return "[*] "
+    if finding.fix_safety is FixSafety.UNSAFE and not finding.not_fixed_reason:
+        return "[unsafe] "
+    return ""
+
+
+def text_lines(result: RunResult) -> list[str]:
+    shown = result.remaining if result.mode is Mode.WRITE else result.findings
+    lines = []
+    for finding in shown:
+        where = f"{display_path(finding.path)}:{finding.line}:{finding.column + 1}"
+        line = f"{where}: {finding.code} {_marker(finding)}{finding.message}"
+        if finding.not_fixed_reason:
+            line += f" (not fixed: {finding.not_fixed_reason})"
+        lines.append(line)
+    return lines
+
+
+def summary_line(result: RunResult) -> str:
+    summary = result.summary()
+    parts = []
+    if result.mode is Mode.WRITE:
+        parts.append(f"fixed {summary['fixed']} finding(s) in {summary['files_changed']} file(s)")
+        parts.append(f"{len(result.remaining)} remaining")
+    elif result.mode is Mode.DIFF:
+        parts.append(
+            f"{summary['files_changed']} file(s) would change: the diff fixes {summary['fixed']} of "
+            f"{summary['findings']} finding(s), {len(result.remaining)} remain"
+        )
+    else:
+        parts.append(f"{summary['findings']} finding(s)")
+    safe = sum(1 for f in result.remaining if f.fix_safety is FixSafety.SAFE and not f.not_fixed_reason)
+    unsafe = sum(1 for f in result.remaining if f.fix_safety is FixSafety.UNSAFE and not f.not_fixed_reason)
+    if result.mode is Mode.CHECK and safe:
+        parts.append(f"{safe} fixable with `codemod run`")
+    if unsafe:
+        parts.append(f"{unsafe} more with `--unsafe-fixes`")
+    parts.append(f"{summary['files_scanned']} file(s) scanned")
+    if result.errors:
+        parts.append(f"{len(result.errors)} error(s)")
+    return "; ".join(parts) + "."
+
+
+def summary_notes(result: RunResult) -> list[str]:
+    """What the run set aside or could not check, said once each (after the summary line)."""
+    notes = [
+        f"skipped {entry['findings']} finding(s) in {entry['files']} file(s): {entry['reason']} "
+        f"(`{entry['include_with']}` to include them)"
+        for entry in result.skipped_summary()
+    ]
+    if result.formatter is not None:
+        notes.append(result.formatter.line())
+    return notes
+
+
+def unified_diff(result: RunResult) -> str:
+    chunks = []
+    for path, (before, after) in sorted(result.changes.items()):
+        shown = display_path(path)
+        chunks.extend(
+            difflib.unified_diff(
+                before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{shown}", f"b/{shown}"
+            )
+        )
+    return "".join(chunks)
+
+
+def as_json(result: RunResult) -> str:
+    document = {
+        "version": __version__,
+        "findings": [{**f.to_dict(), "path": display_path(f.path)} for f in _every_finding(result)],
+        "summary": result.summary(),
+        "errors": [{"path": display_path(e.path), "line": e.line, "message": e.message} for e in result.errors],
+    }
+    return json.dumps(document, indent=2)
+
+
+def _every_finding(result: RunResult) -> list[Finding]:
+    """Fixed findings where the fix went; after a write, the others where they now are in the written files."""
+    if result.mode is not Mode.WRITE:
+        return result.findings
+    return sorted([f for f in result.findings if f.fixed] + result.remaining, key=Finding.sort_key)
+
+
+def as_github(result: RunResult) -> str:
+    lines = []
+    for finding in result.remaining:
+        properties = ",".join(
+            f"{key}={_escape_property(str(value))}"
+            for key, value in (
+                ("file", display_path(finding.path)),
+                ("line", finding.line),
+                ("col", finding.column + 1),
+                ("endLine", finding.end_line),
+                ("endColumn", finding.end_column + 1),
+                ("title", f"{finding.code} {_rule_name(result, finding.code)}"),
+            )
+        )
+        lines.append(f"::warning {properties}::{_escape_data(finding.message)}")
+    for error in result.errors:
+        location = f"file={_escape_property(display_path(error.path))}" + (f",line={error.line}" if error.line else "")
+        lines.append(f"::error {location}::{_escape_data(error.message)}")
+    return "\n".join(lines)
+
+
+def _rule_name(result: RunResult, code: str) -> str:
+    return next((rule.name for rule in result.rules if rule.code == code), "")
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def as_sarif(result: RunResult) -> str:
+    """SARIF 2.1.0 for code scanning. A run that wrote nothing (--check, --diff) reports every finding, and
+    each fix it proved comes with the replacement text (`fixes`); a run that wrote its fixes reports what remains.
+    """
+    from codemods.output.sarif_fixes import file_fixes
+
+    rules = sorted(result.rules, key=lambda r: r.code)
+    rule_index = {rule.code: position for position, rule in enumerate(rules)}
+    results: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    fixes: dict[int, dict[str, Any]] = {}
+    if result.mode is not Mode.WRITE:
+        for path, (before, after) in result.changes.items():
+            fixed = [f for f in result.findings if f.fixed and f.path == path]
+            fixes |= file_fixes(fixed, before, after, _uri(path))
+    for finding in result.remaining if result.mode is Mode.WRITE else result.findings:
+        fingerprint = _fingerprint(finding)
+        seen[fingerprint] = seen.get(fingerprint, 0) + 1
+        fix = fixes.get(id(finding))
+        results.append(
+            {
+                "ruleId": finding.code,
+                "ruleIndex": rule_index[finding.code],
+                "level": "warning",
+                "message": {"text": finding.message},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": _uri(finding.path)},
+                            "region": {
+                                "startLine": finding.line,
+                                "startColumn": finding.column + 1,
+                                "endLine": finding.end_line,
+                                "endColumn": finding.end_column + 1,
+                            },
+                        }
+                    }
+                ],
+                "partialFingerprints": {"codemodFinding/v1": f"{fingerprint}:{seen[fingerprint]}"},
+                "properties": {"fixSafety": finding.fix_safety.value},
+                **({"fixes": [fix]} if fix else {}),
+            }
+        )
+    document = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "diffusers-codemod",
+                        "version": __version__,
+                        "informationUri": TOOL_URL,
+                        "rules": [_sarif_rule(rule) for rule in rules],
+                    }
+                },
+                "results": results,
+                "invocations": [
+                    {
+                        "executionSuccessful": not result.errors,
+                        "toolExecutionNotifications": [
+                            {
+                                "level": "error",
+                                "message": {"text": error.message},
+                                "locations": [
+                                    {"physicalLocation": {"artifactLocation": {"uri": display_path(error.path)}}}
+                                ],
+                            }
+                            for error in result.errors
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    return json.dumps(document, indent=2)
+
+
+def _uri(path: str) -> str:
+    return display_path(path).replace(os.sep, "/")
+
+
+def _sarif_rule(rule: Any) -> dict[str, Any]:
+    from codemods.output.rule_docs import docs_url, explain_text
+
+    help_text = explain_text(rule.code)  # what `codemod explain CODE` prints
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.summary},
+        "help": {"text": help_text, "markdown": help_text},
+        "helpUri": docs_url(rule.code),
+        "defaultConfiguration": {"level": "warning"},
+        "properties": {"fixSafety": rule.fix_label(), "tags": ["performance"]},
+    }
+
+
+def _fingerprint(finding: Finding) -> str:
+    # Stable across unrelated edits in the file (no line number); repeats are told apart by their order.
+    key = f"{finding.code}|{display_path(finding.path)}|{finding.message}"
+    return hashlib.sha256(key.encode()).hexdigest()[:32]

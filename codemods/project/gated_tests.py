@@ -1,0 +1,193 @@
+"""The checkout's tests that a class attribute turns on. No torch, no import of the tests.
+
+diffusers gates tests on model attributes: the compile mixin's `test_torch_compile_repeated_blocks`
+skips unless `model_class._repeated_blocks` is set. A change that adds `_repeated_blocks` to a model
+(DIF003) makes that test run for each of the model's test classes that take the mixin: a test that
+never ran for that model, and one that can fail (`FailOnRecompileLimitHit` where the stacked blocks
+are not all built alike, as SD3's last block and SD3.5's dual-attention blocks are). The engine
+therefore declines such a change unless the run opts in; `codemod verify` and the bot opt in, run
+those tests (`bot/verify/planning/turned_on_tests.py`) and carry the override they need.
+
+Only files that mention a name are parsed: the test functions that read the attribute, the classes
+that derive from their holders (across the whole `tests/`), and the modules that name the model.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from codemods.project.index import ProjectIndex, package_root
+
+
+def tests_dir_of(package: Path) -> Path | None:
+    """`<checkout>/tests` for a tree at `<checkout>/src/<package>`, if there is one."""
+    if package.parent.name == "src" and (package.parent.parent / "tests" / "__init__.py").is_file():
+        return package.parent.parent / "tests"
+    return None
+
+
+def tests_turned_on(index: ProjectIndex, path: str, model: str, attribute: str) -> list[str]:
+    """The tests of the checkout holding `path` that setting `attribute` on its class `model` turns on."""
+    root = package_root(Path(path))
+    tests_dir = tests_dir_of(root) if root is not None else None
+    if tests_dir is None:
+        return []
+    gates = index.checkout_fact(("gates", tests_dir), lambda: CheckoutGates(tests_dir))
+    return gates.turned_on(model, {attribute})
+
+
+@dataclass(frozen=True)
+class TestClass:
+    name: str
+    model_class: str | None  # the model class it is configured for (`model_class`, or inherited in its module)
+    ancestry: frozenset[str]  # its own name and its bases' names, transitively within its module
+
+
+class CheckoutGates:
+    """The test functions of a checkout's `tests/` gated on class attributes, read once per instance."""
+
+    def __init__(self, tests_dir: Path) -> None:
+        self.tests_dir = tests_dir
+        self._parsed: dict[Path, ast.Module | None] = {}
+        self._gated: dict[frozenset[str], dict[str, frozenset[str]]] = {}
+
+    @cached_property
+    def _texts(self) -> dict[Path, str]:
+        texts = {}
+        for path in sorted(self.tests_dir.rglob("*.py")):
+            try:
+                texts[path] = path.read_text("utf-8", errors="replace")
+            except OSError:
+                continue
+        return texts
+
+    def _trees(self, names: set[str]) -> list[tuple[Path, ast.Module]]:
+        """The modules whose text names one of `names` (as a word), parsed."""
+        if not names:
+            return []
+        word = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+        trees = []
+        for path, text in self._texts.items():
+            if word.search(text):
+                if path not in self._parsed:
+                    self._parsed[path] = _parse(text)
+                if (tree := self._parsed[path]) is not None:
+                    trees.append((path, tree))
+        return trees
+
+    def gated_on(self, attributes: set[str]) -> dict[str, frozenset[str]]:
+        """Test function -> the test classes that hold it: those that define it reading one of `attributes`, and
+        every class of `tests/` deriving from one of those (by name: a mixin of `testing_utils/` is imported)."""
+        key = frozenset(attributes)
+        if key not in self._gated:
+            self._gated[key] = {function: frozenset(holding) for function, holding in self._holders(key).items()}
+        return self._gated[key]
+
+    def _holders(self, attributes: frozenset[str]) -> dict[str, set[str]]:
+        holders: dict[str, set[str]] = {}
+        for _, tree in self._trees(attributes):
+            for cls in _classes(tree):
+                for function in cls.body:
+                    if isinstance(function, ast.FunctionDef) and function.name.startswith("test"):
+                        if _names_read(function) & attributes:
+                            holders.setdefault(function.name, set()).add(cls.name)
+        known: set[str] = set().union(*holders.values()) if holders else set()
+        while True:
+            derived = {
+                cls.name: {_base_name(base) for base in cls.bases}
+                for _, tree in self._trees(known)
+                for cls in _classes(tree)
+                if cls.name not in known
+            }
+            added = False
+            for name, bases in derived.items():
+                for function, holding in holders.items():
+                    if bases & holding:
+                        holding.add(name)
+                        added = True
+            if not added:
+                return holders
+            known = set().union(*holders.values())
+
+    def turned_on(self, model: str, attributes: set[str]) -> list[str]:
+        """Pytest node ids of the tests that setting `attributes` on `model` turns on: its test classes (configured
+        for it) that hold a test function gated on one of them."""
+        gated = self.gated_on(attributes)
+        if not gated:
+            return []
+        node_ids = []
+        for path, tree in self._trees({model}):
+            module = path.relative_to(self.tests_dir.parent).as_posix()
+            for test_class in test_classes(tree):
+                if test_class.model_class != model:
+                    continue
+                node_ids += [
+                    f"{module}::{test_class.name}::{function}"
+                    for function, holding in sorted(gated.items())
+                    if holding & test_class.ancestry
+                ]
+        return node_ids
+
+
+def test_classes(tree: ast.Module) -> list[TestClass]:
+    """The module's classes, with the model class each is configured for and its ancestry within the module."""
+    classes = {cls.name: cls for cls in _classes(tree)}
+
+    def configured(name: str, seen: frozenset[str] = frozenset()) -> str | None:
+        node = classes.get(name)
+        if node is None or name in seen:
+            return None
+        own = _model_class(node)
+        if own:
+            return own
+        return next((found for base in node.bases if (found := configured(_base_name(base), seen | {name}))), None)
+
+    def ancestry(name: str, seen: frozenset[str] = frozenset()) -> frozenset[str]:
+        node = classes.get(name)
+        if node is None or name in seen:
+            return frozenset({name})
+        return frozenset({name}).union(*(ancestry(_base_name(base), seen | {name}) for base in node.bases))
+
+    return [TestClass(name, configured(name), ancestry(name)) for name in classes]
+
+
+def _classes(tree: ast.Module) -> list[ast.ClassDef]:
+    return [node for node in tree.body if isinstance(node, ast.ClassDef)]
+
+
+def _base_name(base: ast.expr) -> str:
+    """`Mixin` for `Mixin` and for `module.Mixin`."""
+    return base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+
+
+def _names_read(function: ast.FunctionDef) -> frozenset[str]:
+    """Attribute names the function reads: `x.name`, and `getattr(x, "name")`/`hasattr(x, "name")`."""
+    names = {node.attr for node in ast.walk(function) if isinstance(node, ast.Attribute)}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr"):
+            if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+                names.add(node.args[1].value)
+    return frozenset(names)
+
+
+def _model_class(cls: ast.ClassDef) -> str | None:
+    for statement in cls.body:
+        if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Name):
+            if any(isinstance(t, ast.Name) and t.id == "model_class" for t in statement.targets):
+                return statement.value.id
+        if isinstance(statement, ast.FunctionDef) and statement.name == "model_class":
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+                    return node.value.id
+    return None
+
+
+def _parse(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None

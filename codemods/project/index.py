@@ -1,0 +1,245 @@
+"""The tree a file belongs to: its package root, and an index of facts across its files.
+
+Findings in one file can depend on another (a pipeline's `self.unet(...)` on the model's
+`forward`; a `# Copied from` copy on its source). The index answers those questions
+lazily: files already scanned by the run contribute their facts for free, any other file
+of the tree is read and parsed only when a question names it.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import importlib.util
+import re
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, TypeVar
+
+from codemods.project.facts import ClassFacts, CopyBlock, FileFacts, MethodFacts, cited_source, extract_facts
+from codemods.project.files import SourceDecodeError, read_source
+
+T = TypeVar("T")
+
+_DEFINED_FUNCTION = re.compile(r"^def (\w+)", re.MULTILINE)
+_CLASS_NAME = re.compile(r"^\s*class (\w+)", re.MULTILINE)
+_CITED = re.compile(r"Copied from[ \t]+diffusers\.(\S+)")
+
+
+def installed_diffusers() -> Path | None:
+    """The installed diffusers package directory, found without importing it (nor torch)."""
+    spec = importlib.util.find_spec("diffusers")
+    return Path(spec.origin).parent if spec and spec.origin else None
+
+
+def package_root(path: Path) -> Path | None:
+    """The outermost package directory holding `path` (`.../src/diffusers` for any file inside it)."""
+    directory = path if path.is_dir() else path.parent
+    root = None
+    while (directory / "__init__.py").is_file():
+        root = directory
+        if directory.parent == directory:
+            break
+        directory = directory.parent
+    return root
+
+
+def module_name(path: Path, root: Path | None) -> str:
+    if root is None:
+        return path.stem
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@dataclass(frozen=True)
+class TreeInfo:
+    """What a worker needs to know about a file's tree; small, so it travels to every process."""
+
+    root: str | None
+    package: str
+    torch_utils_names: tuple[str, ...]  # helpers the tree's `utils/torch_utils.py` defines (sorted: a cache key)
+    line_length: int
+    opt_ins: tuple[str, ...] = ()  # `[tool.codemod] opt-in` (sorted: a cache key)
+
+    @classmethod
+    def of(cls, root: Path | None, line_length: int, opt_ins: tuple[str, ...] = ()) -> TreeInfo:
+        opt_ins = tuple(sorted(set(opt_ins)))
+        if root is None:
+            return cls(None, "", (), line_length, opt_ins)
+        torch_utils = root / "utils" / "torch_utils.py"
+        text = torch_utils.read_text("utf-8") if torch_utils.is_file() else ""
+        return cls(str(root), root.name, tuple(sorted(set(_DEFINED_FUNCTION.findall(text)))), line_length, opt_ins)
+
+
+FactsLoader = Callable[[str, str, str], FileFacts | None]
+
+
+def parse_facts(path: str, module: str, text: str) -> FileFacts | None:
+    try:
+        return extract_facts(path, module, text, ast.parse(text, filename=path))
+    except (SyntaxError, ValueError):
+        return None
+
+
+class ProjectIndex:
+    """Facts across the trees of a run, loaded on demand.
+
+    `roots` are package directories, or single files that belong to no package (a script).
+    Files the run scanned come with their facts; any other file of the trees is read, and
+    parsed, only when a question names it.
+    """
+
+    def __init__(
+        self,
+        roots: Iterable[Path],
+        known: dict[str, FileFacts],
+        load: FactsLoader = parse_facts,
+        reference: Path | None = None,
+    ) -> None:
+        self._roots = sorted(set(roots))
+        self._facts: dict[str, FileFacts | None] = dict(known)
+        self._texts: dict[str, str | None] = {}
+        self._containing: dict[str, list[str]] = {}  # needle -> paths_containing(needle)
+        self._load = load
+        self._checkout_facts: dict[Hashable, Any] = {}
+        # A tree consulted for class definitions only (never for copies), for files outside any package.
+        self._reference = ProjectIndex([reference], {}, load) if reference and reference not in self._roots else None
+
+    @cached_property
+    def paths(self) -> list[str]:
+        """Every Python file of the trees."""
+        return [str(p) for root in self._roots for p in (sorted(root.rglob("*.py")) if root.is_dir() else [root])]
+
+    def overlay(self, texts: dict[str, str], facts: dict[str, FileFacts | None]) -> ProjectIndex:
+        """The same tree with some files rewritten (to check a fix before it is written)."""
+        index = ProjectIndex(self._roots, {**self._facts, **facts}, self._load)
+        index._reference = self._reference
+        index._texts = {**self._texts, **texts}
+        index._checkout_facts = self._checkout_facts
+        return index
+
+    def checkout_fact(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, once per run: a fact from outside the package (the checkout's `tests/`), which no fix
+        changes, so an overlay shares it."""
+        if key not in self._checkout_facts:
+            self._checkout_facts[key] = compute()
+        return self._checkout_facts[key]
+
+    def text(self, path: str) -> str | None:
+        if path not in self._texts:
+            try:
+                self._texts[path] = read_source(path).text
+            except (OSError, SourceDecodeError):
+                self._texts[path] = None
+        return self._texts[path]
+
+    def facts(self, path: str) -> FileFacts | None:
+        if path not in self._facts:
+            text = self.text(path)
+            root = next((r for r in self._roots if r.is_dir() and Path(path).is_relative_to(r)), None)
+            module = module_name(Path(path), root)
+            self._facts[path] = self._load(path, module, text) if text is not None else None
+        return self._facts[path]
+
+    @cached_property
+    def _class_files(self) -> dict[str, list[str]]:
+        where: dict[str, list[str]] = {}
+        for path in self.paths:
+            known = self._facts.get(path)
+            names = known.classes if known is not None else _CLASS_NAME.findall(self.text(path) or "")
+            for name in names:
+                where.setdefault(name, []).append(path)
+        return where
+
+    def classes(self, name: str) -> list[ClassFacts]:
+        found = []
+        for path in self._class_files.get(name, ()):
+            facts = self.facts(path)
+            if facts and name in facts.classes and not facts.classes[name].is_placeholder:
+                found.append(facts.classes[name])
+        if not found and self._reference is not None:
+            return self._reference.classes(name)
+        return found
+
+    def methods(self, class_name: str, method: str, _seen: frozenset[str] = frozenset()) -> list[MethodFacts] | None:
+        """Every definition `class_name.method` may resolve to (through bases); None if any class is unknown."""
+        classes = self.classes(class_name)
+        if not classes or class_name in _seen:
+            return None
+        found: list[MethodFacts] = []
+        for cls in classes:
+            if method in cls.methods:
+                found.append(cls.methods[method])
+                continue
+            inherited = [self.methods(base, method, _seen | {class_name}) for base in cls.bases]
+            resolved = [m for m in inherited if m]
+            if not resolved:
+                return None
+            found.extend(resolved[0])  # the first base that defines it wins, as in the MRO
+        return found
+
+    def expand_types(self, name: str) -> list[str]:
+        """Class names an annotation stands for: an Enum of scheduler names stands for its members."""
+        classes = self.classes(name)
+        members = [m for cls in classes for m in cls.enum_members]
+        return members or [name]
+
+    @cached_property
+    def _modules(self) -> dict[str, str]:
+        """`models.x.y` (dotted, without the package name) -> its file, for every file of the package roots."""
+        modules: dict[str, str] = {}
+        for root in self._roots:
+            if root.is_dir():
+                for path in self.paths:
+                    if Path(path).is_relative_to(root):
+                        modules.setdefault(".".join(Path(path).relative_to(root).with_suffix("").parts), path)
+        return modules
+
+    def module_path(self, module: str) -> str | None:
+        """The file of `models.x.y` (dotted, without the package name) in any root."""
+        return self._modules.get(module)
+
+    def paths_containing(self, needle: str) -> list[str]:
+        """Files of the tree whose text holds `needle` (a cheap first pass before parsing any of them)."""
+        # Memoized: rules ask the same question once per finding (every pipeline of the tree, per model).
+        if needle not in self._containing:
+            self._containing[needle] = [path for path in self.paths if needle in (self.text(path) or "")]
+        return self._containing[needle]
+
+    @cached_property
+    def _citing_files(self) -> dict[str, list[str]]:
+        """Each `# Copied from diffusers.X` source X -> the files citing it, found in the texts without parsing."""
+        where: dict[str, list[str]] = {}
+        for path in self.paths:
+            known = self._facts.get(path)
+            if known is not None:
+                sources = {b.source for b in known.copies}
+            else:
+                sources = {cited_source(cited) for cited in _CITED.findall(self.text(path) or "")}
+            for source in sources:
+                where.setdefault(source, []).append(path)
+        return where
+
+    @cached_property
+    def _cited_sources(self) -> list[str]:
+        return sorted(self._citing_files)  # sorted: the sources starting with a name are one run
+
+    def copies_citing(self, dotted: str, inner: bool = False) -> list[CopyBlock]:
+        """Blocks marked `# Copied from diffusers.<dotted>`; with `inner`, also those copied from inside it."""
+        blocks = []
+        sources = self._cited_sources
+        candidates = set()
+        for position in range(bisect.bisect_left(sources, dotted), len(sources)):
+            if not sources[position].startswith(dotted):
+                break
+            candidates.update(self._citing_files[sources[position]])
+        for path in sorted(candidates):
+            facts = self.facts(path)
+            for block in facts.copies if facts else ():
+                if block.source == dotted or (inner and block.source.startswith(dotted + ".")):
+                    blocks.append(block)
+        return blocks
