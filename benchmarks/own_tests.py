@@ -27,9 +27,9 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from bot.groups import PACKAGE_DIR, find_groups  # noqa: E402
-from bot.verify.planning.changes import rewrite_copy  # noqa: E402
 from bot.verify.checkout.environment import TorchSource, environment_for  # noqa: E402
 from bot.verify.checkout.own_tests import OwnTests, changed_files_tests  # noqa: E402
+from bot.verify.planning.changes import rewrite_copy  # noqa: E402
 from codemods.rules import all_rules  # noqa: E402
 
 

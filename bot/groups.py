@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bot.verify.planning.turned_on_tests import VERIFIED_OPT_INS
-from codemods.project.copies import copy_pairs
+from bot.verify.planning.changes import VERIFIED_OPT_INS
 from codemods.engine.entry import Mode, RunOptions, run
+from codemods.project.copies import copy_pairs
 from codemods.project.index import ProjectIndex
 from codemods.project.tree_paths import inside_tree
 

@@ -14,14 +14,14 @@ from functools import cached_property
 from pathlib import Path
 
 from bot.github import body as bodies
+from bot.github.api import ClientSettings, GitHubUnavailable, connect, unavailable_reason
 from bot.github.dashboard.issue import DashboardIssue, DashboardState
 from bot.github.dashboard.update import CensusSource, update_dashboard
 from bot.github.git import Git, GitError, GitIdentity
-from bot.github.api import ClientSettings, GitHubUnavailable, connect, unavailable_reason
-from bot.groups import PACKAGE_DIR, FixGroup, find_groups
-from bot.plan import Plan
 from bot.github.publish import Publisher, PublishSettings, VerificationSource
 from bot.github.pulls import PullRequests
+from bot.groups import PACKAGE_DIR, FixGroup, find_groups
+from bot.plan import Plan
 from bot.summary import RunSummary
 from bot.verification import Verification, Verifier, real_verifier, verify_group
 from bot.verify.reporting.html_report import write_html

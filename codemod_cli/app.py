@@ -16,8 +16,8 @@ import typer
 from codemod_cli.bot import bot_app
 from codemod_cli.run import ERROR_PREFIX, EXIT_CODES, run
 from codemod_cli.verify import VERIFY_EXIT_CODES, verify
-from codemods.project.config import ConfigError
 from codemods.errors import RunAborted, UsageError
+from codemods.project.config import ConfigError
 
 app = typer.Typer(
     name="codemod",

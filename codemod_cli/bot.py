@@ -80,8 +80,8 @@ CensusUrl = Annotated[
 
 
 def _options(**values: Any):
-    from bot.github.dashboard.update import CensusSource
     from bot.github.api import ClientSettings
+    from bot.github.dashboard.update import CensusSource
     from bot.runner import BotOptions
 
     select = values.pop("select", None)
@@ -283,8 +283,8 @@ def _errors_as_usage() -> Iterator[None]:
     """Errors a user fixes (a wrong repository, a token without access, a bad plan file): one line, exit 2."""
     import github
 
-    from bot.github.git import GitError
     from bot.github.api import error_message
+    from bot.github.git import GitError
     from bot.plan import PlanError
     from codemods.errors import UsageError
 

@@ -1,3 +1,12 @@
-"""diffusers-codemod: find and fix performance anti-patterns in diffusers (static; never imports torch)."""
+"""diffusers-codemod's static side: find and fix performance anti-patterns in diffusers. Never imports torch.
+
+Packages by role, lower ones never reaching up: `project` (what the tool knows of the tree), `analysis`
+(program facts by what they know), `edits` (rewrites the fixes share), `rules` (one a module), `engine`
+(the one data path: discover, scan, fix, prove, write) and `output` (text, JSON, SARIF, docs). The modules
+here are the vocabulary all of them share: `source` (one file as the rules see it), `findings` (what
+rules report), `errors` (what ends a run) and `lazy` (libcst imported on first use).
+
+May import: only its own modules
+"""
 
 __version__ = "0.1.0"

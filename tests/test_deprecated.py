@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from codemods.engine.entry import Mode, RunOptions, run
 from codemods.output import report
 from codemods.project.config import ConfigError
-from codemods.engine.entry import Mode, RunOptions, run
 from codemods.rules.output_attribute_access import OutputAttributeAccess
 
 SOURCE, FIXED = OutputAttributeAccess.invalid[0].source, OutputAttributeAccess.invalid[0].fixed

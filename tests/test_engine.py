@@ -14,11 +14,11 @@ import pytest
 
 import codemods.engine
 from codemods.engine.entry import Mode, RunOptions, run
+from codemods.engine.scan import ScanJob, run_scan_job
 from codemods.errors import RunAborted
 from codemods.project.index import TreeInfo, installed_diffusers, module_name
 from codemods.rules import select_rules
 from codemods.rules.output_attribute_access import OutputAttributeAccess
-from codemods.engine.scan import ScanJob, run_scan_job
 from tools.fixture_cases import all_cases, write_files
 
 

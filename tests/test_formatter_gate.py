@@ -14,9 +14,9 @@ import pytest
 from installed_trees import DiffusersTrees
 
 import codemods.rules.output_attribute_access as dif004
-from codemods.output import report
-from codemods.engine.entry import Mode, RunOptions, run
 from codemods.edits.formatter import find_pin, judge
+from codemods.engine.entry import Mode, RunOptions, run
+from codemods.output import report
 from codemods.project.tool_env import ToolUnavailable, installed_tool
 from tools.checkout_layout import RUFF_PIN, RUFF_SETTINGS, write_checkout_config
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from cli_runner import codemod
 
-from codemods.project.config import ConfigError
 from codemods.engine.entry import Mode, RunOptions, run
 from codemods.findings import FixSafety
 from codemods.output.rule_docs import rule_sections
+from codemods.project.config import ConfigError
 from codemods.rules import all_rules, rule_class, select_rules
 from codemods.rules.base import DOC_SECTIONS
 from tools.fixture_cases import all_cases

@@ -2,5 +2,5 @@
 the bot's pull requests (`pulls`), what it may do given what GitHub holds (`etiquette`), the words a
 maintainer reads (`body`), one group's publication (`publish`) and the dashboard issue (`dashboard`).
 
-May import: codemods, bot
+May import: codemods, codemods.output, codemods.rules, bot, bot.github.dashboard
 """

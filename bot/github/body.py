@@ -10,8 +10,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable
 
-from bot.groups import PACKAGE_DIR, FixGroup
 from bot.github.pulls import FINGERPRINT_MARKER
+from bot.groups import PACKAGE_DIR, FixGroup
 from bot.verification import Verification
 from codemods import __version__
 from codemods.output.rule_docs import first_paragraph, pip_requirement, rule_sections

@@ -14,8 +14,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from bot.groups import FixGroup
 from bot.github.pulls import KnownPull
+from bot.groups import FixGroup
 
 
 class Action(str, enum.Enum):

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.github import body as bodies
+from bot.github.api import GitHubUnavailable, error_message, unavailable_reason
 from bot.github.dashboard.ticks import Ticks
 from bot.github.etiquette import Action, Decision, KnownPulls, decide
 from bot.github.git import Git, GitIdentity, PushRejected
-from bot.github.api import GitHubUnavailable, error_message, unavailable_reason
+from bot.github.pulls import KnownPull, PullRequests
 from bot.groups import FixGroup
 from bot.plan import Plan
-from bot.github.pulls import KnownPull, PullRequests
 from bot.summary import GroupOutcome, Outcome, RunSummary
 from bot.verification import Verification
 

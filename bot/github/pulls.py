@@ -16,8 +16,8 @@ import github
 import requests
 from github.Repository import Repository
 
-from bot.github.git import BOT_BRANCH_PREFIX
 from bot.github.api import create_once, is_maybe_applied
+from bot.github.git import BOT_BRANCH_PREFIX
 
 FINGERPRINT_MARKER = "codemod-fingerprint"
 _FINGERPRINT = re.compile(rf"<!--\s*{FINGERPRINT_MARKER}:\s*(\S+)")

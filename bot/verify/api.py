@@ -17,14 +17,14 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from bot.verify.planning.changes import rewrite_copy
 from bot.verify.checkout.environment import checkout_of
 from bot.verify.checkout.own_tests import DEFAULT_BUDGET_S, changed_files_tests
-from bot.verify.real_scale.run import real_scale_section
 from bot.verify.checkout.repo_checks import checkout_checks
+from bot.verify.checkout.turned_on_tests import turned_on_tests
+from bot.verify.planning.changes import rewrite_copy
+from bot.verify.real_scale.run import real_scale_section
 from bot.verify.reporting.report import VerifyReport
-from bot.verify.running.target_runs import verify_changes
-from bot.verify.planning.turned_on_tests import turned_on_tests
+from bot.verify.target_runs import verify_changes
 
 DEVICES = ("emu", "cuda", "cpu")
 

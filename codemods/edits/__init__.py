@@ -4,5 +4,5 @@ The cached per-device getter (`getters`: DIF001 and DIF006), class attributes (`
 statement inserts, call layout as `ruff format` leaves it, stale docstrings and comments, and the
 target's own formatter as a gate (`formatter`).
 
-May import: codemods, codemods.project, codemods.analysis
+May import: codemods, codemods.project, codemods.analysis.models
 """

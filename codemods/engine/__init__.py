@@ -4,5 +4,5 @@ It owns a run from paths to results: discovery (which files), the scan cache, de
 processes (`scan`), the fix loop and the proof before writing (`fixing`, `fix_loop`, `apply`), the
 `# Copied from` declines, and the run's options and result (`run_result`). `entry.run()` is the entry.
 
-May import: codemods, codemods.project, codemods.analysis, codemods.edits, codemods.rules
+May import: codemods, codemods.project, codemods.edits, codemods.rules
 """

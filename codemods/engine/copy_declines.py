@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from codemods.project.copies import CopyPair, copy_relations
 from codemods.engine.discovery import DEPRECATED_REASON
-from codemods.project.facts import CopyBlock
 from codemods.findings import Finding
+from codemods.project.copies import CopyPair, copy_relations
+from codemods.project.facts import CopyBlock
 from codemods.project.index import ProjectIndex
 
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from codemods.findings import FileError, Finding
 from codemods.engine.fixing import Fixer
-from codemods.project.index import ProjectIndex
 from codemods.engine.scan import Scan
+from codemods.findings import FileError, Finding
+from codemods.project.index import ProjectIndex
 
 if TYPE_CHECKING:
-    from codemods.engine.entry import _Run
     from codemods.edits.formatter import GateReport
+    from codemods.engine.run_state import EngineRun
 
 # Each pass fixes what the previous one unblocked; real trees settle in two or three.
 MAX_PASSES = 5
@@ -38,7 +38,7 @@ class Settled:
 
 
 def fix_until_stable(
-    run: _Run, scans: dict[str, Scan], index: ProjectIndex, errors: dict[str, FileError], findings: list[Finding]
+    run: EngineRun, scans: dict[str, Scan], index: ProjectIndex, errors: dict[str, FileError], findings: list[Finding]
 ) -> Settled:
     gate = run.formatter_gate()
     texts: dict[str, str] = {}  # each changed file's text after the latest pass that changed it

@@ -16,18 +16,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from codemods.edits.formatter import FormatterGate, findings_in
 from codemods.engine.apply_jobs import Applied, ApplyJob, apply_key, run_apply_job
-from codemods.project.copies import CopyPair, copy_is_consistent
 from codemods.engine.copy_declines import fix_copy_relations, pair_members, unchangeable_reason, unfound_reason
+from codemods.engine.scan import Scan
+from codemods.findings import FileError, Finding
+from codemods.project.copies import CopyPair, copy_is_consistent
 from codemods.project.facts import FileFacts
 from codemods.project.files import SourceDecodeError, WriteRefused, read_source, why_not_writable
-from codemods.findings import FileError, Finding
-from codemods.edits.formatter import FormatterGate, findings_in
 from codemods.project.index import ProjectIndex
-from codemods.engine.scan import Scan
 
 if TYPE_CHECKING:
-    from codemods.engine.entry import _Run
+    from codemods.engine.run_state import EngineRun
 
 # Each round re-applies from the original texts with fewer fixes; a handful always settles it.
 _MAX_ROUNDS = 6
@@ -38,7 +38,7 @@ class Fixer:
 
     def __init__(
         self,
-        run: _Run,
+        run: EngineRun,
         index: ProjectIndex,
         errors: dict[str, FileError],
         texts: dict[str, str],

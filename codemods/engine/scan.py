@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cache
 
+from codemods.findings import FileError, Finding
 from codemods.project.facts import FileFacts, extract_facts
 from codemods.project.files import SourceDecodeError, read_source
-from codemods.findings import FileError, Finding
 from codemods.project.index import TreeInfo
 from codemods.rules import select_rules
 from codemods.rules.base import Rule

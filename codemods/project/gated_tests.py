@@ -6,7 +6,7 @@ skips unless `model_class._repeated_blocks` is set. A change that adds `_repeate
 never ran for that model, and one that can fail (`FailOnRecompileLimitHit` where the stacked blocks
 are not all built alike, as SD3's last block and SD3.5's dual-attention blocks are). The engine
 therefore declines such a change unless the run opts in; `codemod verify` and the bot opt in, run
-those tests (`bot/verify/planning/turned_on_tests.py`) and carry the override they need.
+those tests (`bot/verify/checkout/turned_on_tests.py`) and carry the override they need.
 
 Only files that mention a name are parsed: the test functions that read the attribute, the classes
 that derive from their holders (across the whole `tests/`), and the modules that name the model.

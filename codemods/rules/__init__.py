@@ -1,4 +1,7 @@
-"""The rules: one module each, found here by import so that adding a rule touches one file."""
+"""The rules: one module each, found here by import so that adding a rule touches one file.
+
+May import: codemods, codemods.project, codemods.analysis.values, codemods.analysis.models, codemods.analysis.placement, codemods.analysis.schedules, codemods.edits, codemods.edits.getters
+"""
 
 from __future__ import annotations
 

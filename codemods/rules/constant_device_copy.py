@@ -5,17 +5,16 @@ import re
 from collections.abc import Iterator
 
 from codemods.analysis.models.attributes import class_attributes, module_lineage
-from codemods.analysis.values.constant_tensors import constant_tensor
-from codemods.analysis.values.device_moves import DeviceMove, device_move
-from codemods.analysis.values.enclosing import method_owner, module_functions
 from codemods.analysis.models.hot_paths import hot_paths
 from codemods.analysis.models.tensor_lists import listed_attribute, table_lists
-from codemods.edits.getters.rewrites import DeviceGetterEdits
+from codemods.analysis.values.constant_tensors import constant_tensor
+from codemods.analysis.values.device_moves import DeviceMove, Site, device_move
+from codemods.analysis.values.enclosing import method_owner, module_functions
 from codemods.edits.getters.lists import plan_list_getter
-from codemods.edits.getters.sites import Site
+from codemods.edits.getters.plan import GetterPlan, plan_getter
+from codemods.edits.getters.rewrites import DeviceGetterEdits
 from codemods.edits.getters.stores import is_store
 from codemods.edits.getters.stores import stored_only as stored_only_attributes
-from codemods.edits.getters.plan import GetterPlan, plan_getter
 from codemods.findings import Finding, FixSafety
 from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule

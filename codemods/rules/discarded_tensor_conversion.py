@@ -4,9 +4,9 @@ import ast
 import re
 from collections.abc import Iterator
 
+from codemods.analysis.models.hot_paths import is_scheduler
 from codemods.analysis.placement.class_places import places_at
 from codemods.analysis.placement.discarded_results import discarded_conversion, provably_tensor
-from codemods.analysis.models.hot_paths import is_scheduler
 from codemods.findings import Finding
 from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule

@@ -6,20 +6,20 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from codemods.analysis.models.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.placement.class_places import places_at
 from codemods.analysis.placement.host_built import VALUE_READS, fill_value, host_built
 from codemods.analysis.placement.host_reads import HostRead, host_reads
-from codemods.analysis.models.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.placement.mask_guards import empty_mask_guard
 from codemods.analysis.schedules.precomputed_schedule import PRECOMPUTED, is_first_element_item, schedule_replay
 from codemods.analysis.schedules.scheduler_lookups import every_call_lookup
 from codemods.analysis.schedules.stepped_schedulers import scheduler_loops
+from codemods.edits.statement_inserts import inserted_before
 from codemods.findings import Edit, Finding, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import Ancestors, SourceFile, shortened
-from codemods.edits.statement_inserts import inserted_before
 
 if TYPE_CHECKING:
     import libcst

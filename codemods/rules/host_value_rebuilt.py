@@ -5,6 +5,8 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from codemods.analysis.models.hot_paths import STEP_LOOPS, hot_paths
+from codemods.analysis.models.model_call_loops import host_data_per_denoiser_pass
 from codemods.analysis.placement.class_places import places_at
 from codemods.analysis.placement.factory_moves import (
     device_values,
@@ -14,6 +16,7 @@ from codemods.analysis.placement.factory_moves import (
     moved_by,
     why_no_device_fix,
 )
+from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.host_factories import (
     EXACT_FACTORIES,
     FROM_DATA,
@@ -26,15 +29,12 @@ from codemods.analysis.placement.host_factories import (
     host_factory,
     keyword,
 )
-from codemods.analysis.models.hot_paths import STEP_LOOPS, hot_paths
-from codemods.analysis.models.model_call_loops import host_data_per_denoiser_pass
 from codemods.analysis.placement.place import Place
-from codemods.analysis.placement.function_places import FunctionPlaces
-from codemods.edits.getters.builds import cached_build
-from codemods.edits.getters.rewrites import DeviceGetterEdits
-from codemods.edits.getters.plan import GetterPlan
-from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.edits.call_layout import add_keyword_argument, argument_layout
+from codemods.edits.getters.builds import cached_build
+from codemods.edits.getters.plan import GetterPlan
+from codemods.edits.getters.rewrites import DeviceGetterEdits
+from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from codemods.analysis.models.output_proof import OutputForm, output_form
 from codemods.analysis.models.output_reads import OutputRead, output_read
-from codemods.findings import Edit, Finding, FixSafety
 from codemods.edits.call_layout import Layout, add_keyword_argument, argument_layout
+from codemods.findings import Edit, Finding, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule

@@ -8,13 +8,18 @@ from typing import TYPE_CHECKING
 from codemods.analysis.schedules.begin_index import begin_index_anchor, begin_index_set
 from codemods.analysis.schedules.first_step import iterated_schedule, step_blocker
 from codemods.analysis.schedules.scheduler_lookups import index_lookups, merged
-from codemods.analysis.schedules.stepped_schedulers import STEP_CALL, SteppedScheduler, scheduler_loops, tested_schedulers
+from codemods.analysis.schedules.stepped_schedulers import (
+    STEP_CALL,
+    SteppedScheduler,
+    scheduler_loops,
+    tested_schedulers,
+)
+from codemods.edits.statement_inserts import inserted_before
 from codemods.findings import Edit, Finding, Fix, FixSafety
 from codemods.lazy import libcst as cst
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile
-from codemods.edits.statement_inserts import inserted_before
 
 if TYPE_CHECKING:
     import libcst

@@ -6,10 +6,15 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from codemods.analysis.models.hot_paths import hot_paths, is_scheduler
 from codemods.analysis.placement.class_places import ClassPlaces, class_places
 from codemods.analysis.placement.discarded_results import DiscardedConversion
-from codemods.analysis.models.hot_paths import hot_paths, is_scheduler
-from codemods.analysis.schedules.sigma_consumers import CONSUMER_PATTERN, SigmaConsumer, consumers_verdict, sigma_consumers
+from codemods.analysis.schedules.sigma_consumers import (
+    CONSUMER_PATTERN,
+    SigmaConsumer,
+    consumers_verdict,
+    sigma_consumers,
+)
 from codemods.analysis.schedules.sigma_flow import SigmaFlowAnalysis, SigmaUse
 from codemods.analysis.schedules.sigma_setter import (
     Move,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from codemods.analysis.placement.class_places import class_places
 from codemods.analysis.models.hot_paths import hot_paths
+from codemods.analysis.placement.class_places import class_places
 from codemods.analysis.schedules.sigma_flow import SigmaFlow, SigmaFlowAnalysis
 from codemods.source import SourceFile, dotted_name
 

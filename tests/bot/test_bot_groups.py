@@ -8,8 +8,8 @@ import pytest
 from diffusers_tree import tree_files
 
 from bot.github.etiquette import Action, KnownPulls, decide
-from bot.groups import FixGroup, family, find_groups, fingerprint
 from bot.github.pulls import KnownPull, parse_fingerprint
+from bot.groups import FixGroup, family, find_groups, fingerprint
 
 BEFORE = "import torch\n\n\ndef f(unet, x):\n    return unet(x).sample\n"
 AFTER = "import torch\n\n\ndef f(unet, x):\n    return unet(x, return_dict=False)[0]\n"

@@ -14,8 +14,8 @@ import pytest
 import typer
 import yaml
 
-from codemods import __version__
 from codemod_cli.app import app
+from codemods import __version__
 from codemods.output.rule_docs import TOOL_URL
 
 ROOT = Path(__file__).resolve().parents[2]

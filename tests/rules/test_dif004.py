@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from release_files import installed_copy
 
-from codemods.project.config import ConfigError
 from codemods.engine.entry import Mode, RunOptions, run
+from codemods.project.config import ConfigError
 
 AUTOENCODER = "models/autoencoders/autoencoder_kl.py"
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 from test_html_report import parse
 
-from bot.verify.census.summary import measured
+from bot.verify.reporting.census_summary import measured
 from codemods.project.index import installed_diffusers
 
 NUCLEUS = "models/transformers/transformer_nucleusmoe_image.py"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from bot.verify.census.result import CensusEvent, SiteCounts
 from bot.verify.census.cuda import census_from_chrome_trace, run_cuda_census
+from bot.verify.census.result import CensusEvent, SiteCounts
 
 TRACE = json.loads((Path(__file__).parent / "data" / "cuda_trace.json").read_text())
 ROOTS = ["/opt/diffusers/src/diffusers"]

@@ -18,8 +18,8 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from bot.verify.census.result import SiteCounts
 from bot.verify.census.cuda import census_from_chrome_trace
+from bot.verify.census.result import SiteCounts
 from bot.verify.census.statement_sites import SITE_MARK, StatementSites
 
 EXCERPT = json.loads((Path(__file__).parent / "data" / "qwenimage_h200_copies.trace.json").read_text())

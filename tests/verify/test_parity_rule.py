@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bot.verify.running.outputs import compare
 from bot.verify.judging.verdict import Side, judge, parity_rule
+from bot.verify.running.outputs import compare
 
 BEFORE = {"output": torch.tensor([0.5, 3.0, -2.0])}
 ONE_ULP = {"output": torch.nextafter(BEFORE["output"], torch.tensor(10.0))}  # 3.0 -> 3.0000002384 (2.38e-07)

@@ -15,9 +15,9 @@ import pytest
 
 from benchmarks import gpu_scale
 from bot.verify.planning.changes import ChangeSet, Rewrite
-from bot.verify.running.protocol import WorkerRequest
 from bot.verify.real_scale import run
 from bot.verify.real_scale.table import real_scale_lines
+from bot.verify.running.protocol import WorkerRequest
 from codemods.engine.entry import Mode, RunResult
 
 QWEN = "models/transformers/transformer_qwenimage.py"

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from bot.verify.checkout.own_tests import run_own_tests
+from bot.verify.checkout.turned_on_tests import carry_recompile_limits
 from bot.verify.running.recompile_limit import with_recompile_limit
-from bot.verify.planning.turned_on_tests import carry_recompile_limits
 
 TEST_MODULE = '''\
 class TestModelCompile(ModelTesterConfig, TorchCompileTesterMixin):

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from bot.verify.running import worker
-from bot.verify.planning.changes import ChangeSet, Rewrite
 from bot.verify.census.cuda import census_from_chrome_trace
-from bot.verify.reporting.report import TargetResult, VerifyReport
 from bot.verify.judging.target_result import target_result
-from bot.verify.targets import TargetSpec
 from bot.verify.judging.verdict import Side
-from bot.verify.running.workload import Workload
+from bot.verify.planning.changes import ChangeSet, Rewrite
+from bot.verify.reporting.report import TargetResult, VerifyReport
+from bot.verify.running import worker
+from bot.verify.targets import TargetSpec
+from bot.verify.targets.workload import Workload
 from codemods.engine.entry import Mode, RunResult
 
 TRACE = json.loads((Path(__file__).parent / "data" / "cuda_trace.json").read_text())

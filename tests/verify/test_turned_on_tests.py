@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bot.verify.checkout.own_tests import run_own_tests
 from bot.verify.checkout.repo_checks import InPlaceChecks
-from bot.verify.planning.turned_on_tests import gained_attributes, turned_on
+from bot.verify.checkout.turned_on_tests import gained_attributes, turned_on
 
 MODEL = """\
 class Block:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.verify.running.outputs import Parity
 from bot.verify.judging.verdict import Side, judge
+from bot.verify.running.outputs import Parity
 
 EQUAL = Parity(0.0, 0.0, True, 0.0, True, "")
 

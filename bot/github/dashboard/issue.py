@@ -15,8 +15,8 @@ from typing import Any
 
 from github.Repository import Repository
 
-from bot.github.dashboard.ticks import DASHBOARD_MARKER, Ticks
 from bot.github.api import create_once
+from bot.github.dashboard.ticks import DASHBOARD_MARKER, Ticks
 from bot.github.pulls import ensure_repo_label
 from bot.summary import DashboardResult
 

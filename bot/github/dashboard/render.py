@@ -10,10 +10,10 @@ from typing import Any
 
 from bot.github.dashboard.layout import Section, fit
 from bot.github.dashboard.ticks import DASHBOARD_MARKER, IGNORE, OPEN_NOW, Ticks, checkbox, findings_key
-from bot.groups import FixGroup, ReportOnly
 from bot.github.pulls import KnownPull
+from bot.groups import FixGroup, ReportOnly
 from bot.summary import GroupOutcome, Outcome
-from bot.verify.census.summary import number, parity_text, syncs_removed, top_by_syncs_removed
+from bot.verify.reporting.census_summary import number, parity_text, syncs_removed, top_by_syncs_removed
 from codemods import __version__
 from codemods.output.rule_docs import TOOL_URL, docs_url, why_line
 from codemods.rules import rule_class

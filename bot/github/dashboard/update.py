@@ -11,11 +11,11 @@ from typing import Any
 import github
 import requests
 
+from bot.github.api import GitHubUnavailable, error_message, unavailable_reason
 from bot.github.dashboard.issue import DashboardIssue, DashboardState
 from bot.github.dashboard.render import DashboardContent, render
-from bot.github.api import GitHubUnavailable, error_message, unavailable_reason
-from bot.plan import Plan
 from bot.github.pulls import KnownPull
+from bot.plan import Plan
 from bot.summary import DashboardResult, RunSummary
 from bot.verification import Verification
 

@@ -37,9 +37,9 @@ import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
 from bot.verify.census import statement_sites
-from bot.verify.census.result import CensusEvent, CensusResult, summarize
 from bot.verify.census.emulated_device import install_emulated_device
 from bot.verify.census.emulated_tensor import COPY_OPS, INDEXING_OPS, EmulatedTensor, observe_device_ops
+from bot.verify.census.result import CensusEvent, CensusResult, summarize
 
 if TYPE_CHECKING:
     from typing import Self  # Python 3.11+; annotations are postponed, so 3.10 never imports it

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.verify.checkout.repo_check_list import RepoCheck, read_makefile, repo_checks
+from bot.verify.checkout.turned_on_tests import turned_on_by
 from bot.verify.running.runner import inherited_environment
-from bot.verify.planning.turned_on_tests import turned_on_by
 from codemods.edits.formatter import find_pin
 from codemods.project.tool_env import ToolUnavailable, installed_tool
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from bot.verify.judging.verdict import VERDICTS
 
-# (kind, a text every reason of that kind holds), first match wins; the texts come from bot.verify.running.target_runs.
+# (kind, a text every reason of that kind holds), first match wins; the texts come from bot.verify.target_runs.
 REASON_KINDS = (
     ("needs the Hub", "needs the Hub"),
     ("loop-shaping arguments not driven", "without driving what decides whether the loop steps"),

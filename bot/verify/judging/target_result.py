@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.verify.judging.verdict import STRUCTURE_RULES, ParityRule, Side, judge, parity_rule
 from bot.verify.planning.changes import ChangeSet, Rewrite
 from bot.verify.planning.plan import exercised
 from bot.verify.reporting.report import TargetResult
 from bot.verify.targets import TargetSpec
-from bot.verify.judging.verdict import STRUCTURE_RULES, ParityRule, Side, judge, parity_rule
 
 
 def target_result(

@@ -14,13 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.verify.planning.turned_on_tests import VERIFIED_OPT_INS
 from codemods.engine.entry import Mode, RunOptions, RunResult, run
-from codemods.project.facts import FileFacts
 from codemods.findings import Finding
+from codemods.project.facts import FileFacts
 from codemods.project.index import module_name, package_root, parse_facts
+from codemods.rules.missing_repeated_blocks import TURNED_ON_TESTS, MissingRepeatedBlocks
 
 _IGNORED_IN_COPY = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+# The fixes that turn on checkout tests: a verification runs those tests (checkout.turned_on_tests), so it takes them.
+VERIFIED_OPT_INS = (f"{MissingRepeatedBlocks.code}-{TURNED_ON_TESTS}",)
 
 
 @dataclass(frozen=True)

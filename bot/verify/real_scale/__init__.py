@@ -5,4 +5,6 @@ pipeline's own denoising loop from precomputed embeddings), `builders` builds it
 the device in bf16 with random weights, `measure` times it in a worker (CUDA events, the host
 clock, syncs over 50 ms, host wait, peak memory; eager and compiled), `run` drives both trees
 from the parent and pairs their results, and `table` renders them before -> after.
+
+May import: bot.verify.census, bot.verify.planning, bot.verify.running, bot.verify.targets
 """

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from bot.verify.real_scale.scale import Scale
-from bot.verify.running.workload import Slot, Workload, pipeline_workload
+from bot.verify.targets.workload import Slot, Workload, pipeline_workload
 
 
 @dataclass

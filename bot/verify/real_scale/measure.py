@@ -23,7 +23,7 @@ from bot.verify.census.cuda import BIG_SYNC_MS, census_from_chrome_trace, profil
 from bot.verify.real_scale.cases import RealCase, get_case
 from bot.verify.real_scale.scale import CaseRun, Scale
 from bot.verify.running.tracing import LineCoverage
-from bot.verify.running.workload import Workload
+from bot.verify.targets.workload import Workload
 
 LARGEST_WAITS = 5
 # What the device ran: set against the wall time per unit, it says whether the GPU or the host set the pace. A

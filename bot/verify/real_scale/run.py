@@ -15,9 +15,9 @@ from typing import Any
 
 from bot.verify.planning.changes import ChangeSet
 from bot.verify.planning.plan import exercised
-from bot.verify.running.protocol import WorkerRequest
 from bot.verify.real_scale.cases import cases_for, get_case
 from bot.verify.real_scale.scale import CaseRun, Scale
+from bot.verify.running.protocol import WorkerRequest
 from bot.verify.running.runner import run_tree
 
 DEFAULT_SCALE = Scale()

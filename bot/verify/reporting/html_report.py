@@ -16,7 +16,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from bot.verify.census.summary import (
+from bot.verify.judging.verdict import CENSUS_KINDS
+from bot.verify.reporting.census_summary import (
     measured,
     number,
     parity_text,
@@ -24,7 +25,6 @@ from bot.verify.census.summary import (
     syncs_removed,
     totals_by_kind,
 )
-from bot.verify.judging.verdict import CENSUS_KINDS
 
 LABELS = {"h2d": "H2D copies", "d2h": "D2H copies", "sync": "syncs"}
 # (sort key, header); the bar columns sort by their count before the fixes.

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from bot.verify.census.summary import number, parity_text
 from bot.verify.checkout.own_tests import OwnTests
-from bot.verify.real_scale.table import real_scale_lines
 from bot.verify.checkout.repo_checks import RepoChecks, repo_checks_lines
 from bot.verify.judging.verdict import CENSUS_KINDS, VERDICTS
+from bot.verify.real_scale.table import real_scale_lines
+from bot.verify.reporting.census_summary import number, parity_text
 
 _ICONS = {"verified": "✅", "no-gain": "➖", "regressed": "❌", "failed": "❌", "unverified": "❔"}
 _SITE_KINDS = {"outputs": "output object(s)"}

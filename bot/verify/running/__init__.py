@@ -1,5 +1,5 @@
-"""Running the targets: one worker interpreter per tree (`runner`, `worker`, `protocol`), what a target
-builds and runs (`workload`), the outputs it yields, the lines it ran (`tracing`) and compile limits.
+"""Running the targets: one worker interpreter per tree (`runner`, `worker`, `protocol`), the outputs a target
+yields (`outputs`), the lines it ran and the output objects it built (`tracing`), and compile limits.
 
-May import: codemods, bot.verify
+May import: bot, bot.verify.census, bot.verify.real_scale, bot.verify.targets
 """

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.verify.running import recompile_probe
+
 LIMIT_HIT = "FailOnRecompileLimitHit"
 MOST = 8
 PROBE_TIMEOUT_S = 600.0

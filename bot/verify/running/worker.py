@@ -23,16 +23,16 @@ from typing import Any
 
 import torch
 
-from bot.verify.census.emulated import SyncCensus
 from bot.verify.census.cuda import run_cuda_census
+from bot.verify.census.emulated import SyncCensus
 from bot.verify.census.emulated_device import install_emulated_device
 from bot.verify.running.outputs import compare, flatten_outputs
 from bot.verify.running.protocol import LAUNCHED_AT, WorkerRequest, outputs_path, result_path, timings_path
+from bot.verify.running.tracing import LineCoverage, OutputCensus
 from bot.verify.targets import TargetSpec, get_target
 from bot.verify.targets.from_tests import SEPARATOR, spec_for
 from bot.verify.targets.offline_hub import go_offline
-from bot.verify.running.tracing import LineCoverage, OutputCensus
-from bot.verify.running.workload import Workload
+from bot.verify.targets.workload import Workload
 
 
 def main(argv: list[str]) -> int:

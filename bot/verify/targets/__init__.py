@@ -7,6 +7,8 @@ without importing either, and only a worker, inside one tree, builds anything.
 `classes` names every diffusers class a target builds or drives; a target is run when one
 of their files (or a file those import) changed, and it is credited with a rewrite only if
 its warm-up run executed the rewritten lines.
+
+May import: only its own modules
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-    from bot.verify.running.workload import Workload
+    from bot.verify.targets.workload import Workload
 
 Builder = Callable[["torch.device"], "Workload"]
 

@@ -18,7 +18,7 @@ def varlen_lengths_with_mask(device: Any) -> Any:
     import torch
     from diffusers.models.attention_dispatch import _prepare_for_flash_attn_or_sage_varlen_with_mask
 
-    from bot.verify.running.workload import model_workload
+    from bot.verify.targets.workload import model_workload
 
     attn_mask = torch.tensor([[True] * 8, [True] * 5 + [False] * 3]).to(device)
     arguments = {"batch_size": 2, "seq_len_q": 8, "attn_mask": attn_mask, "device": device}

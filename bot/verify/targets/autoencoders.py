@@ -31,7 +31,7 @@ def register_vae(recipe: VaeRecipe) -> None:
         import diffusers
         import torch
 
-        from bot.verify.running.workload import Slot, Workload
+        from bot.verify.targets.workload import Slot, Workload
 
         vae = getattr(diffusers, recipe.cls)(**recipe.config).eval().to(device)
         draw = Draw()
@@ -78,7 +78,7 @@ def sliced_forward_workload(vae: Any, inputs: dict[str, Any]) -> Any:
     """
     import torch
 
-    from bot.verify.running.workload import Slot, Workload
+    from bot.verify.targets.workload import Slot, Workload
 
     batch = next(value.shape[0] for value in inputs.values() if isinstance(value, torch.Tensor) and value.dim())
     several = inputs if batch > 1 else {name: _twice(value, batch) for name, value in inputs.items()}

@@ -114,7 +114,7 @@ def _inversion(test: Any, pipeline: Any) -> Callable[[], Any] | None:
 
 def _build(name: str, tests_dir: Path, device: Any) -> Any:
     from bot.verify.targets.autoencoders import sliced_forward_workload
-    from bot.verify.running.workload import model_workload, pipeline_workload, to_device
+    from bot.verify.targets.workload import model_workload, pipeline_workload, to_device
 
     relative, _, class_name = name.partition(SEPARATOR)
     class_name = class_name.partition(AS)[0]

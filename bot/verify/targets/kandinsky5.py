@@ -60,7 +60,7 @@ def _embeddings(device: Any) -> dict[str, Any]:
     """Qwen and CLIP embeddings (and their sequence bounds) for a prompt and a negative prompt, 16 wide."""
     import torch
 
-    from bot.verify.running.workload import to_device
+    from bot.verify.targets.workload import to_device
 
     draw = torch.Generator().manual_seed(1)
     width = KANDINSKY5_TINY["in_text_dim"]
@@ -79,7 +79,7 @@ def _kandinsky5(pipeline_cls: str, vae: Any, device: Any, visual_cond: bool, **c
     import diffusers
     import torch
 
-    from bot.verify.running.workload import pipeline_workload
+    from bot.verify.targets.workload import pipeline_workload
 
     torch.manual_seed(0)
     transformer = diffusers.Kandinsky5Transformer3DModel(**{**KANDINSKY5_TINY, "visual_cond": visual_cond})

@@ -51,7 +51,7 @@ def register_model(recipe: ModelRecipe) -> None:
     def build(device: Any) -> Any:
         import diffusers
 
-        from bot.verify.running.workload import model_workload, to_device
+        from bot.verify.targets.workload import model_workload, to_device
 
         model = getattr(diffusers, recipe.cls)(**recipe.config).eval().to(device)
         inputs = to_device(recipe.inputs(Draw()), device)

@@ -66,7 +66,7 @@ def tiny_unet_2d_condition(**changes: Any) -> Any:
 def _unconditional(pipeline_cls: str, scheduler_cls: str, device: Any, **call: Any) -> Any:
     import diffusers
 
-    from bot.verify.running.workload import pipeline_workload
+    from bot.verify.targets.workload import pipeline_workload
 
     pipeline = getattr(diffusers, pipeline_cls)(unet=_unet_2d(8), scheduler=getattr(diffusers, scheduler_cls)())
     kwargs = {"num_inference_steps": STEPS, "output_type": "np", "return_dict": False, **call}
@@ -92,7 +92,7 @@ def pndm(device: Any) -> Any:
 def ldm(device: Any) -> Any:
     from diffusers import DDIMScheduler, LDMPipeline, VQModel
 
-    from bot.verify.running.workload import pipeline_workload
+    from bot.verify.targets.workload import pipeline_workload
 
     vqvae = VQModel(
         block_out_channels=(8, 8),
@@ -118,7 +118,7 @@ def ldm(device: Any) -> Any:
 def dance_diffusion(device: Any) -> Any:
     from diffusers import DanceDiffusionPipeline, IPNDMScheduler, UNet1DModel
 
-    from bot.verify.running.workload import pipeline_workload
+    from bot.verify.targets.workload import pipeline_workload
 
     unet = UNet1DModel(
         block_out_channels=(32, 32, 64),
@@ -148,7 +148,7 @@ def dance_diffusion(device: Any) -> Any:
 def dit(device: Any) -> Any:
     from diffusers import DiTPipeline, DiTTransformer2DModel, DPMSolverMultistepScheduler
 
-    from bot.verify.running.workload import pipeline_workload
+    from bot.verify.targets.workload import pipeline_workload
 
     transformer = DiTTransformer2DModel(
         sample_size=8,
@@ -180,7 +180,7 @@ def stable_diffusion(device: Any) -> Any:
     from diffusers import EulerDiscreteScheduler, StableDiffusionPipeline
 
     from bot.verify.targets.text_encoders import tiny_clip
-    from bot.verify.running.workload import pipeline_workload
+    from bot.verify.targets.workload import pipeline_workload
 
     unet = tiny_unet_2d_condition()
     vae = _tiny_vae()
@@ -221,7 +221,7 @@ def stable_diffusion_upscale(device: Any) -> Any:
     from PIL import Image
 
     from bot.verify.targets.text_encoders import tiny_clip
-    from bot.verify.running.workload import pipeline_workload
+    from bot.verify.targets.workload import pipeline_workload
 
     unet = tiny_unet_2d_condition(in_channels=7, num_class_embeds=400)
     text_encoder, tokenizer = tiny_clip(hidden_size=32)

@@ -65,7 +65,7 @@ def value_guided_rl(device: Any) -> Any:
     from diffusers import DDPMScheduler
     from diffusers.experimental import ValueGuidedRLPipeline
 
-    from bot.verify.running.workload import Workload
+    from bot.verify.targets.workload import Workload
 
     unet = _unet_1d(
         block_out_channels=(8, 8, 16, 16),

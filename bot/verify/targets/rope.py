@@ -20,7 +20,7 @@ from bot.verify.targets import target
 def sana_wm_rope(device: Any) -> Any:
     from diffusers.models.transformers.transformer_sana_wm import SanaWMRotaryPosEmbed
 
-    from bot.verify.running.workload import model_workload
+    from bot.verify.targets.workload import model_workload
 
     rope = SanaWMRotaryPosEmbed(attention_head_dim=12, patch_size=(1, 2, 2), max_seq_len=16).to(device)
     return model_workload(None, rope, {"fhw": (2, 2, 2), "device": device})

@@ -31,7 +31,7 @@ def register_scheduler(recipe: SchedulerRecipe) -> None:
         import diffusers
         import torch
 
-        from bot.verify.running.workload import Workload
+        from bot.verify.targets.workload import Workload
 
         scheduler = getattr(diffusers, recipe.cls)(**recipe.config)
         scheduler.set_timesteps(recipe.steps, device=device, **recipe.set_timesteps)
@@ -109,7 +109,7 @@ def score_sde_ve(device: Any) -> Any:
     import diffusers
     import torch
 
-    from bot.verify.running.workload import Workload
+    from bot.verify.targets.workload import Workload
 
     scheduler = diffusers.ScoreSdeVeScheduler()
     latents = torch.randn(1, 4, 8, 8, generator=torch.Generator().manual_seed(1)).to(device)

@@ -19,7 +19,7 @@ def dream(device: Any) -> Any:
     from diffusers import DDPMScheduler
     from diffusers.training_utils import compute_dream_and_update_latents
 
-    from bot.verify.running.workload import model_workload
+    from bot.verify.targets.workload import model_workload
 
     unet = tiny_unet_2d_condition(cross_attention_dim=8).to(device)
     generator = torch.Generator().manual_seed(0)

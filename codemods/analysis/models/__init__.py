@@ -2,5 +2,5 @@
 pipeline runs each denoising step (`denoisers`), what a module builds and keeps on `self` (`model_graph`,
 `block_stacks`, `attributes`, `tensor_lists`, `init_constants`), and how outputs are read (`output_*`).
 
-May import: codemods, codemods.project, codemods.analysis
+May import: codemods, codemods.project, codemods.analysis.values
 """

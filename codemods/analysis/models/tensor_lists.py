@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from codemods.analysis.models.attributes import ClassAttributes, class_attributes, module_lineage
-from codemods.edits.getters.sites import Site
+from codemods.analysis.values.device_moves import Site
 from codemods.source import SourceFile, dotted_name, self_attribute, shortened
 
 _LIST_TYPES = {"list", "List"}

@@ -2,5 +2,5 @@
 moved (`function_places`, `call_places`, `class_places`, `device_places`), and what makes the host read a
 device tensor (`host_reads`, `host_built`, `mask_guards`) or build host data every call (`host_factories`).
 
-May import: codemods, codemods.project, codemods.analysis
+May import: codemods, codemods.analysis.values, codemods.analysis.models, codemods.analysis.schedules
 """

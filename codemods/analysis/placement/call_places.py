@@ -13,7 +13,7 @@ from codemods.analysis.placement.place import Place, combine
 from codemods.source import call_argument, dotted_name
 
 if TYPE_CHECKING:
-    from codemods.analysis.placement.function_places import FunctionPlaces
+    from codemods.analysis.placement.placer import Placer
 
 _FACTORIES = {
     "tensor", "as_tensor", "from_numpy", "arange", "linspace", "logspace", "zeros", "ones", "full", "empty",
@@ -54,7 +54,7 @@ _BUILTIN_PYTHON = {
 _BUILTIN_TENSOR_PRESERVING = {"abs", "min", "max", "sum"}
 
 
-def call_place(places: FunctionPlaces, call: ast.Call) -> Place:
+def call_place(places: Placer, call: ast.Call) -> Place:
     func = call.func
     name = dotted_name(func) or ""
     if name.startswith(("torch.", "F.", "nn.functional.")):
@@ -100,7 +100,7 @@ def torch_returns_tensor(name: str) -> bool:
     )
 
 
-def _submodule_call(places: FunctionPlaces, func: ast.expr) -> bool:
+def _submodule_call(places: Placer, func: ast.expr) -> bool:
     """`self.block(x)` in a module, `block` not a method nor a tensor: a submodule the analysis could not see
     registered (assigned from a local: `block = zero_module(nn.Conv2d(...)); self.block = block`)."""
     cls = places.cls
@@ -109,7 +109,7 @@ def _submodule_call(places: FunctionPlaces, func: ast.expr) -> bool:
     return func.attr not in cls.methods and cls.attribute_place(func.attr) in (Place.UNKNOWN, Place.MODULE)
 
 
-def _own_method(places: FunctionPlaces, func: ast.expr) -> str | None:
+def _own_method(places: Placer, func: ast.expr) -> str | None:
     """`self.m` or `<ThisClass>.m` (a static method called by its class's name), `m` a method of the class."""
     cls = places.cls
     if cls is None or not isinstance(func, ast.Attribute) or func.attr not in cls.methods:
@@ -118,7 +118,7 @@ def _own_method(places: FunctionPlaces, func: ast.expr) -> str | None:
     return func.attr if owner in ("self", cls.cls.name) else None
 
 
-def _own_method_call_place(places: FunctionPlaces, call: ast.Call, method: str) -> Place:
+def _own_method_call_place(places: Placer, call: ast.Call, method: str) -> Place:
     """A method of the same class handed device tensors (and no CPU ones): on the device where every return of
     it is, worked out as for any method (BlockRefinementScheduler's `_top_k_filtering(logits, ...)`); on the
     host where every return builds a CPU tensor (its `get_num_transfer_tokens(block_length, steps)`)."""
@@ -129,7 +129,7 @@ def _own_method_call_place(places: FunctionPlaces, call: ast.Call, method: str) 
     return returned if returned is Place.HOST or Place.DEVICE in arguments else Place.UNKNOWN
 
 
-def _callback_replacement(places: FunctionPlaces, call: ast.Call) -> bool:
+def _callback_replacement(places: Placer, call: ast.Call) -> bool:
     """`latents = callback_outputs.pop("latents", latents)` after `callback_outputs = callback_on_step_end(...)`:
     the step-end callback hands back the loop's own tensors, changed or not, for the next model call to take,
     so the value lives where the default does."""
@@ -145,7 +145,7 @@ def _callback_replacement(places: FunctionPlaces, call: ast.Call) -> bool:
     )
 
 
-def _torch_call_place(places: FunctionPlaces, call: ast.Call, name: str) -> Place:
+def _torch_call_place(places: Placer, call: ast.Call, name: str) -> Place:
     short = name.rsplit(".", 1)[-1]
     if not torch_returns_tensor(name):
         return Place.PYTHON
@@ -170,7 +170,7 @@ def _torch_call_place(places: FunctionPlaces, call: ast.Call, name: str) -> Plac
     return combine([places.place(e) for e in elements], tensor_if_none=True)
 
 
-def _tensor_method_place(places: FunctionPlaces, call: ast.Call, receiver: Place) -> Place:
+def _tensor_method_place(places: Placer, call: ast.Call, receiver: Place) -> Place:
     method = call.func.attr  # type: ignore[attr-defined]
     if method in _TENSOR_NON_TENSOR_METHODS:
         return Place.PYTHON
@@ -189,7 +189,7 @@ def _tensor_method_place(places: FunctionPlaces, call: ast.Call, receiver: Place
     return receiver
 
 
-def moved_place(places: FunctionPlaces, call: ast.Call, receiver: Place) -> Place:
+def moved_place(places: Placer, call: ast.Call, receiver: Place) -> Place:
     """`x.to(...)`: where it lands (a dtype alone leaves it where it is)."""
     device = call_argument(call, "device", None)
     if device is not None:
@@ -208,7 +208,7 @@ def moved_place(places: FunctionPlaces, call: ast.Call, receiver: Place) -> Plac
     return place if place.is_tensor else Place.UNKNOWN
 
 
-def _tensor_or_unknown(places: FunctionPlaces, node: ast.expr) -> Place:
+def _tensor_or_unknown(places: Placer, node: ast.expr) -> Place:
     place = places.place(node)
     return place if place.is_tensor else Place.UNKNOWN
 

@@ -17,8 +17,8 @@ from functools import cached_property
 
 from codemods.analysis.models.attributes import class_attributes
 from codemods.analysis.models.hot_paths import is_module_class, is_scheduler
-from codemods.analysis.placement.place import Place, join
 from codemods.analysis.placement.function_places import FunctionPlaces
+from codemods.analysis.placement.place import Place, join
 from codemods.source import Ancestors, SourceFile, dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef

@@ -17,10 +17,10 @@ from codemods.analysis.schedules.schedule_calls import schedule_call
 from codemods.source import call_argument, dotted_name
 
 if TYPE_CHECKING:
-    from codemods.analysis.placement.function_places import FunctionPlaces
+    from codemods.analysis.placement.placer import Placer
 
 
-def device_place(places: FunctionPlaces, device: ast.expr) -> Place:
+def device_place(places: Placer, device: ast.expr) -> Place:
     """Where a tensor created or moved with `device=<device>` lives."""
     if isinstance(device, ast.Constant):
         if isinstance(device.value, str):
@@ -63,7 +63,7 @@ def _given_device(device: ast.expr) -> ast.expr | None:
     return given
 
 
-def _unannotated_input(places: FunctionPlaces, owner: ast.expr) -> bool:
+def _unannotated_input(places: Placer, owner: ast.expr) -> bool:
     """`hidden_states.device` with `hidden_states` an unannotated parameter, never rebound: the device of
     the input the caller passed, as a parameter named `device` is (only a tensor or a module has `.device`)."""
     if not isinstance(owner, ast.Name) or places.cls is None or not places.cls.is_module:
@@ -74,7 +74,7 @@ def _unannotated_input(places: FunctionPlaces, owner: ast.expr) -> bool:
     )
 
 
-def _device_name_place(places: FunctionPlaces, device: ast.Name) -> Place:
+def _device_name_place(places: Placer, device: ast.Name) -> Place:
     name = device.id
     found: Place | None = None
     for binding in places.bindings.reaching(name, device):
@@ -90,7 +90,7 @@ def _device_name_place(places: FunctionPlaces, device: ast.Name) -> Place:
     return found if found in (Place.DEVICE, Place.HOST) else Place.UNKNOWN
 
 
-def set_timesteps_place(places: FunctionPlaces, receiver: str) -> Place:
+def set_timesteps_place(places: Placer, receiver: str) -> Place:
     """Where the function put `<receiver>.timesteps`: the device it passed to `set_timesteps` (or `retrieve_timesteps`)."""
     for node in ast.walk(places.function):
         schedule = schedule_call(node)
@@ -99,7 +99,7 @@ def set_timesteps_place(places: FunctionPlaces, receiver: str) -> Place:
     return Place.UNKNOWN
 
 
-def may_be_on_device(places: FunctionPlaces, node: ast.expr, depth: int = 0) -> bool:
+def may_be_on_device(places: Placer, node: ast.expr, depth: int = 0) -> bool:
     """Whether some path puts `node`'s value on the device (`.to(device)`, `device=device`), and no
     later `.to("cpu")` takes it back: a "may" question, where `place` answers a "must" one."""
     if places.place(node) is Place.DEVICE:

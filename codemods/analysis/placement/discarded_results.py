@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from codemods.analysis.values.binding_sites import Binding
 from codemods.analysis.placement.call_places import torch_returns_tensor
 from codemods.analysis.placement.place import Place, parameter_place
+from codemods.analysis.values.binding_sites import Binding
 from codemods.source import dotted_name
 
 if TYPE_CHECKING:
-    from codemods.analysis.placement.function_places import FunctionPlaces
+    from codemods.analysis.placement.placer import Placer
 
 # Methods a tensor and a module share, in place on a module only, plus tensor-only casts.
 CONVERSIONS = {"to", "cpu", "cuda", "float", "double", "half", "bfloat16", "int", "long", "bool"}
@@ -71,7 +71,7 @@ _TENSOR_ONLY_METHODS = {
 }  # fmt: skip
 
 
-def provably_tensor(node: ast.expr, places: FunctionPlaces, depth: int = 0) -> bool:
+def provably_tensor(node: ast.expr, places: Placer, depth: int = 0) -> bool:
     """Whether `node` is a tensor on every path: a torch function's result, a tensor-only method's, an
     operation on one, a parameter annotated as a tensor, or a name bound only to those.
 
@@ -98,7 +98,7 @@ def provably_tensor(node: ast.expr, places: FunctionPlaces, depth: int = 0) -> b
     return False
 
 
-def _bound_to_tensor(binding: Binding, places: FunctionPlaces, depth: int) -> bool:
+def _bound_to_tensor(binding: Binding, places: Placer, depth: int) -> bool:
     if binding.kind == "parameter" and binding.argument is not None:
         return parameter_place(binding.argument) is Place.DEVICE
     if binding.kind in ("value", "augmented") and binding.value is not None:

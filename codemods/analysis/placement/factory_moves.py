@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import ast
 
+from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.host_factories import keyword
 from codemods.analysis.placement.host_reads import host_reads
 from codemods.analysis.placement.place import Place
-from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.source import Ancestors
 
 

@@ -20,19 +20,19 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from codemods.analysis.values.binding_sites import Binding
-from codemods.analysis.values.bindings import FunctionBindings
-from codemods.analysis.placement.call_places import call_place, splits
-from codemods.analysis.placement.device_places import device_place, may_be_on_device, set_timesteps_place
 from codemods.analysis.models.hot_paths import is_other_backend_test
 from codemods.analysis.models.loop_arguments import is_scheduler_step
+from codemods.analysis.placement.call_places import call_place, splits
+from codemods.analysis.placement.device_places import device_place, may_be_on_device, set_timesteps_place
 from codemods.analysis.placement.place import Place, combine, join, parameter_place
 from codemods.analysis.schedules.schedule_calls import schedule_call
 from codemods.analysis.schedules.schedule_slices import timesteps_slice_receiver
+from codemods.analysis.values.binding_sites import Binding
+from codemods.analysis.values.bindings import FunctionBindings
 from codemods.source import dotted_name, self_attribute
 
 if TYPE_CHECKING:
-    from codemods.analysis.placement.class_places import ClassPlaces
+    from codemods.analysis.placement.placer import MethodOwner
 
 
 _NO_CYCLE = 1 << 30
@@ -48,7 +48,7 @@ _MODULE_TENSOR_ATTRIBUTES = {"weight", "bias"}
 class FunctionPlaces:
     """The places of the values in one function (`cls`: the class it is a method of, if any)."""
 
-    def __init__(self, function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, cls: ClassPlaces | None = None):
+    def __init__(self, function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, cls: MethodOwner | None = None):
         self.function = function
         self.cls = cls
         self.bindings = FunctionBindings(function, skip_branch=lambda branch: is_other_backend_test(branch.test))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ast
 
-from codemods.analysis.placement.host_reads import HostRead
 from codemods.analysis.placement.function_places import FunctionPlaces
+from codemods.analysis.placement.host_reads import HostRead
 from codemods.source import dotted_name
 
 # Reads that bring a value back: where the host made the tensor from its own numbers, it already had them.

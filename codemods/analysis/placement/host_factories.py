@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ast
 
-from codemods.analysis.placement.place import Place
 from codemods.analysis.placement.function_places import FunctionPlaces
+from codemods.analysis.placement.place import Place
 from codemods.analysis.schedules.sigma_taint import SigmaTaint
 from codemods.source import dotted_name
 

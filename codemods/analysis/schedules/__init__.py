@@ -2,5 +2,5 @@
 which schedulers a denoising loop steps, whether its first step is at the schedule's start, how a
 scheduler finds its step index, and how its sigmas flow (`sigma_*`).
 
-May import: codemods, codemods.project, codemods.analysis
+May import: codemods, codemods.project, codemods.analysis.values, codemods.analysis.models, codemods.analysis.placement
 """

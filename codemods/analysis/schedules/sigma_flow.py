@@ -19,8 +19,8 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from codemods.analysis.placement.host_reads import host_reads
 from codemods.analysis.placement.function_places import FunctionPlaces
+from codemods.analysis.placement.host_reads import host_reads
 from codemods.analysis.schedules.sigma_taint import Function, SigmaTaint, Taint
 from codemods.analysis.schedules.sigma_uses import (
     HOST_LIBRARIES,

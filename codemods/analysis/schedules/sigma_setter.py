@@ -10,11 +10,11 @@ from __future__ import annotations
 import ast
 
 from codemods.analysis.placement.class_places import ClassPlaces, attribute_assignments
-from codemods.analysis.values.device_moves import device_move
 from codemods.analysis.placement.discarded_results import DiscardedConversion, discarded_conversions
 from codemods.analysis.placement.place import Place
 from codemods.analysis.schedules.sigma_flow import SigmaUse
 from codemods.analysis.schedules.sigma_taint import Taint
+from codemods.analysis.values.device_moves import device_move
 from codemods.source import dotted_name
 
 # What the scheduler's siblings reset just before keeping their sigmas on the CPU.

@@ -9,9 +9,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from codemods.analysis.values.binding_sites import Binding
-from codemods.analysis.placement.place import Place
 from codemods.analysis.placement.function_places import FunctionPlaces
+from codemods.analysis.placement.place import Place
+from codemods.analysis.values.binding_sites import Binding
 from codemods.source import dotted_name
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from codemods.analysis.models.hot_paths import is_denoising_loop, is_scheduler
-from codemods.analysis.placement.place import Place
 from codemods.analysis.placement.function_places import FunctionPlaces
+from codemods.analysis.placement.place import Place
 from codemods.analysis.schedules.schedule_calls import schedule_call
 from codemods.analysis.values.types import Types, attribute_types
 from codemods.source import SourceFile, dotted_name, spans_a_line, statements

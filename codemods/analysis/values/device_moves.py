@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from codemods.source import dotted_name
+from codemods.source import Ancestors, dotted_name
 
 _DEVICE_STRINGS = ("cpu", "cuda", "mps", "xpu", "npu", "meta", "hpu")
 _OTHER_KEYWORDS = ("non_blocking", "copy", "memory_format")
@@ -152,3 +152,15 @@ def _changes(node: ast.AST, source_ids: set[int], aliases: set[str]) -> bool:
     if isinstance(node, ast.Assign):
         return any(isinstance(t, ast.Subscript | ast.Attribute) and is_alias(t) for t in node.targets)
     return False
+
+
+@dataclass(frozen=True)
+class Site:
+    """One `self.<attribute>.to(<device>)` in a method of a class."""
+
+    call: ast.Call
+    attribute: str
+    move: DeviceMove
+    ancestors: Ancestors
+    method: ast.FunctionDef
+    hot: bool

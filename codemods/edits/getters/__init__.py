@@ -4,5 +4,5 @@
 `lists` (tables kept in a list) plan their variants; `decorator` writes the getter with the cache the
 tree offers; `names`, `sites`, `pairs`, `stores` and `rewrites` are the pieces they share.
 
-May import: codemods, codemods.project, codemods.analysis, codemods.edits
+May import: codemods, codemods.project, codemods.analysis.values, codemods.analysis.models, codemods.edits
 """

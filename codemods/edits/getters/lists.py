@@ -20,9 +20,9 @@ from __future__ import annotations
 import ast
 import re
 
-from codemods.analysis.values.device_moves import changed_in_place
 from codemods.analysis.models.hot_paths import is_cached
 from codemods.analysis.models.tensor_lists import TableList
+from codemods.analysis.values.device_moves import changed_in_place
 from codemods.edits.getters.decorator import getter_definition, tuple_spelling
 from codemods.edits.getters.names import getter_noun, line_after, returns_text
 from codemods.edits.getters.plan import GetterPlan

@@ -12,8 +12,9 @@ when one statement per cached attribute follows the other, all with the same tes
 
 from __future__ import annotations
 
+from codemods.analysis.values.device_moves import Site
 from codemods.edits.getters.names import indent_of, too_wide
-from codemods.edits.getters.sites import Site, consecutive_run, ternary_move
+from codemods.edits.getters.sites import consecutive_run, ternary_move
 from codemods.findings import Edit
 from codemods.source import SourceFile
 

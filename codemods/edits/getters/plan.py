@@ -18,7 +18,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from codemods.analysis.values.device_moves import changed_in_place
+from codemods.analysis.values.device_moves import Site, changed_in_place
 from codemods.edits.getters.decorator import getter_definition, tuple_spelling
 from codemods.edits.getters.names import (
     device_local,
@@ -30,12 +30,12 @@ from codemods.edits.getters.names import (
     too_wide,
 )
 from codemods.edits.getters.pairs import rewrite_pairs
-from codemods.edits.getters.sites import Site, hoistable_statement
+from codemods.edits.getters.sites import hoistable_statement
 from codemods.edits.getters.stores import is_store, later_reads, store_edits, store_unit
+from codemods.edits.stale_text import StaleClaim, refresh_stale_text
 from codemods.findings import Edit, ImportRequest
 from codemods.project.index import TreeInfo
 from codemods.source import SourceFile, dotted_name
-from codemods.edits.stale_text import StaleClaim, refresh_stale_text
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import ast
 import itertools
-from dataclasses import dataclass
 
-from codemods.analysis.values.device_moves import DeviceMove
+from codemods.analysis.values.device_moves import Site
 from codemods.source import Ancestors, SourceFile, dotted_name
 
 _NOT_HOISTABLE = (
@@ -19,18 +18,6 @@ _NOT_HOISTABLE = (
     ast.Await, ast.Yield, ast.YieldFrom,
 )  # fmt: skip
 _SIMPLE_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
-
-
-@dataclass(frozen=True)
-class Site:
-    """One `self.<attribute>.to(<device>)` in a method of a class."""
-
-    call: ast.Call
-    attribute: str
-    move: DeviceMove
-    ancestors: Ancestors
-    method: ast.FunctionDef
-    hot: bool
 
 
 def ternary_move(site: Site) -> ast.Assign | None:

@@ -26,8 +26,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from codemods.analysis.values.device_moves import device_move
-from codemods.edits.getters.sites import Site
+from codemods.analysis.values.device_moves import Site, device_move
 from codemods.findings import Edit
 from codemods.source import SourceFile, dotted_name, self_attribute
 

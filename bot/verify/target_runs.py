@@ -11,15 +11,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from bot.verify.judging.target_result import target_result
+from bot.verify.judging.verdict import OUTPUT_RULES, STRUCTURE_RULES, Side
 from bot.verify.planning.changes import ChangeSet, Rewrite
 from bot.verify.planning.plan import LoopShapes, TreeMap, targets_to_run
-from bot.verify.running.protocol import WorkerRequest
 from bot.verify.reporting.report import TargetResult
+from bot.verify.running.protocol import WorkerRequest
 from bot.verify.running.runner import run_tree
-from bot.verify.judging.target_result import target_result
 from bot.verify.targets import TargetSpec, all_targets
 from bot.verify.targets.from_tests import cannot_run, discover, replaced_by
-from bot.verify.judging.verdict import OUTPUT_RULES, STRUCTURE_RULES, Side
 from codemods.project.gated_tests import tests_dir_of
 
 

@@ -29,13 +29,9 @@ from bot.verify.checkout.own_tests import CHECKOUT_CONFIG, DEFAULT_BUDGET_S, ENV
 from bot.verify.running.recompile_limit import LIMIT_HIT, probe_limit, with_recompile_limit
 from bot.verify.running.runner import inherited_environment
 from codemods.project.gated_tests import CheckoutGates, tests_dir_of
-from codemods.rules.missing_repeated_blocks import TURNED_ON_TESTS, MissingRepeatedBlocks
 
 if TYPE_CHECKING:
     from bot.verify.planning.changes import ChangeSet
-
-# The fixes that turn on checkout tests: a run that runs those tests (this module) takes them.
-VERIFIED_OPT_INS = (f"{MissingRepeatedBlocks.code}-{TURNED_ON_TESTS}",)
 
 TITLE = "the tests the change turns on (run on the CPU, accelerator skips lifted)"
 
