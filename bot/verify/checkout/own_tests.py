@@ -165,6 +165,18 @@ def run_own_tests(
     return result
 
 
+def checkout_of(tree: Path, checkout: Path, directory: Path) -> Path:
+    """`directory` made a checkout of `tree` (a package directory) alone: `src/<package>` is the tree,
+    and the checkout's tests and test configuration are copied beside it, so the tests import the tree."""
+    (directory / "src").mkdir(parents=True)
+    (directory / "src" / tree.name).symlink_to(tree.resolve(), target_is_directory=True)
+    shutil.copytree(checkout / "tests", directory / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in CHECKOUT_CONFIG:
+        if (checkout / name).is_file():
+            shutil.copyfile(checkout / name, directory / name)
+    return directory
+
+
 def _start(
     python: Path,
     checkout: Path,
@@ -174,13 +186,8 @@ def _start(
     plugin_dir: Path,
     lift: list[str] | None = None,
 ) -> tuple[subprocess.Popen, Path, Path]:
-    """A checkout of `tree` alone (src -> the tree, tests copied) and pytest started in it."""
-    side_dir.mkdir(parents=True)
-    (side_dir / "src").symlink_to(tree.parent.resolve(), target_is_directory=True)
-    shutil.copytree(checkout / "tests", side_dir / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in CHECKOUT_CONFIG:
-        if (checkout / name).is_file():
-            shutil.copyfile(checkout / name, side_dir / name)
+    """A checkout of `tree` alone (see `checkout_of`) and pytest started in it."""
+    checkout_of(tree, checkout, side_dir)
     out_file, log_file = side_dir / "outcomes.jsonl", side_dir / "pytest.log"
     environment = inherited_environment()  # the tests build models one after another, as targets do
     environment.update(ENVIRONMENT)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.verify.checkout.own_tests import CHECKOUT_CONFIG, DEFAULT_BUDGET_S, ENVIRONMENT, OwnTests, run_own_tests
+from bot.verify.checkout.own_tests import DEFAULT_BUDGET_S, ENVIRONMENT, OwnTests, checkout_of, run_own_tests
 from bot.verify.running.recompile_limit import LIMIT_HIT, probe_limit, with_recompile_limit
 from bot.verify.running.runner import inherited_environment
 from codemods.project.gated_tests import CheckoutGates, tests_dir_of
@@ -114,14 +114,8 @@ def carry_recompile_limits(
     """Measure the limit each test broken by `FailOnRecompileLimitHit` needs, write the override into a copy
     of the checkout's tests, run the tests again there; those that pass move from `broken` to `fixed`."""
     hit = [broken["test"] for broken in result.broken if LIMIT_HIT in broken["message"]]
-    edited = work_dir / "checkout"
     shutil.rmtree(work_dir, ignore_errors=True)
-    (edited / "src").mkdir(parents=True)
-    (edited / "src" / trees["rewritten"].name).symlink_to(trees["rewritten"].resolve(), target_is_directory=True)
-    shutil.copytree(checkout / "tests", edited / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in CHECKOUT_CONFIG:
-        if (checkout / name).is_file():
-            shutil.copyfile(checkout / name, edited / name)
+    edited = checkout_of(trees["rewritten"], checkout, work_dir / "checkout")
     environment = {**inherited_environment(), **ENVIRONMENT}
     environment["PYTHONPATH"] = os.pathsep.join([str(edited / "src"), str(edited)])
     fixes = {}

@@ -14,7 +14,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from bot.verify.census.result import UNKNOWN_SITE, relative_to_roots
+from bot.verify.census.result import relative_to_roots
+from bot.verify.census.statement_sites import call_site
 
 
 class LineCoverage:
@@ -64,7 +65,7 @@ class OutputCensus:
     """Counts `BaseOutput` instances built while active, by the line under `site_roots` that built them."""
 
     def __init__(self, site_roots: list[Path]) -> None:
-        self.site_roots = site_roots
+        self.site_roots = tuple(site_roots)  # hashable: call_site caches per file
         self.sites: Counter[str] = Counter()
         self._active = False
         self._installed = False
@@ -78,7 +79,7 @@ class OutputCensus:
 
         def counted_post_init(output: Any) -> None:
             if census._active:
-                census.sites[census._site(sys._getframe(1))] += 1
+                census.sites[call_site(census.site_roots, sys._getframe(1))] += 1
             original(output)
 
         BaseOutput.__post_init__ = counted_post_init
@@ -98,10 +99,3 @@ class OutputCensus:
     def count(self) -> int:
         return sum(self.sites.values())
 
-    def _site(self, frame: FrameType | None) -> str:
-        while frame is not None:
-            relative = relative_to_roots(frame.f_code.co_filename, self.site_roots)
-            if relative is not None:
-                return f"{relative}:{frame.f_lineno}"
-            frame = frame.f_back
-        return UNKNOWN_SITE
