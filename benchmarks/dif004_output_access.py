@@ -234,7 +234,7 @@ def main() -> int:
 def _rewrite(root: Path) -> str:
     """Run the engine on the `after` tree, every provable site opted in; a summary of what it changed."""
     (root / "pyproject.toml").write_text('[tool.codemod]\nopt-in = ["DIF004-self-calls"]\n')
-    command = [sys.executable, "-m", "codemods", "run", "--select", "DIF004", "--no-cache", "--format", "json", "."]
+    command = [sys.executable, "-m", "codemod_cli", "run", "--select", "DIF004", "--no-cache", "--format", "json", "."]
     completed = subprocess.run(command, cwd=root, capture_output=True, text=True, env=_environment(root), check=False)
     if completed.returncode == 2:
         raise SystemExit(f"codemod failed on the after tree:\n{completed.stderr}")

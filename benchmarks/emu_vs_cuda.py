@@ -86,7 +86,7 @@ def _run(src: str, out: Path, passed: list[str]) -> tuple[Path, Path]:
     reports = []
     for device in ("emu", "cuda"):
         report = out / f"{device}.json"
-        command = [sys.executable, "-m", "codemods", "verify", src, *passed, "--device", device, "--json", str(report)]
+        command = [sys.executable, "-m", "codemod_cli", "verify", src, *passed, "--device", device, "--json", str(report)]
         print(f"emu_vs_cuda: {' '.join(command[1:])}", file=sys.stderr, flush=True)
         finished = subprocess.run(command, check=False)
         if finished.returncode not in (0, 1) or not report.is_file():

@@ -202,7 +202,7 @@ def _scheduler_class(text: str) -> str | None:
 
 def _fix(tree: Path) -> dict[str, str]:
     """Run the rule on the tree: for each scheduler file whose `set_timesteps` it reports, "fixed" or why not."""
-    command = [sys.executable, "-m", "codemods", "run", "--select", "DIF002", "--unsafe-fixes", "--no-cache",
+    command = [sys.executable, "-m", "codemod_cli", "run", "--select", "DIF002", "--unsafe-fixes", "--no-cache",
                "--format", "json", str(tree / "diffusers")]  # fmt: skip
     done = subprocess.run(command, check=False, capture_output=True, text=True, cwd=REPOSITORY)
     report = json.loads(done.stdout)

@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
         parser.error(f"{args.checkout} is not a diffusers checkout (needs src/diffusers and tests/)")
     args.out.mkdir(parents=True, exist_ok=True)
     report_path = args.out / "report.json"
-    command = [sys.executable, "-m", "codemods", "verify", str(src), "--json", str(report_path), *passed]
+    command = [sys.executable, "-m", "codemod_cli", "verify", str(src), "--json", str(report_path), *passed]
     print("$ " + " ".join(command), flush=True)
     started = time.monotonic()
     done = subprocess.run(

@@ -16,4 +16,4 @@ def codemod(
     env = {key: value for key, value in os.environ.items() if key != "CODEMOD_CACHE_DIR"}
     if not default_cache:
         env["CODEMOD_CACHE_DIR"] = str(cache or cwd / ".cache")
-    return subprocess.run([sys.executable, "-m", "codemods", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "codemod_cli", *args], cwd=cwd, env=env, capture_output=True, text=True)

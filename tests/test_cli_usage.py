@@ -79,7 +79,7 @@ def test_after_a_write_the_remaining_findings_show_the_lines_of_the_written_file
 
 def test_version_prints_the_installed_version_without_importing_torch(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "codemods", "--version"], cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, "-X", "importtime", "-m", "codemod_cli", "--version"], cwd=tmp_path, capture_output=True, text=True
     )
     assert (result.returncode, result.stdout) == (0, f"codemod {version('diffusers-codemod')}\n")
     assert not [line for line in result.stderr.splitlines() if line.rstrip().endswith("| torch")]

@@ -38,8 +38,8 @@ def hook_repository(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str
     repo = _repository(tmp_path_factory.mktemp("hooks") / "diffusers-codemod")
     for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
         shutil.copy(PROJECT / name, repo / name)
-    shutil.copytree(PROJECT / "codemods", repo / "codemods", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(PROJECT / "bot", repo / "bot", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("codemod_cli", "codemods", "bot"):
+        shutil.copytree(PROJECT / package, repo / package, ignore=shutil.ignore_patterns("__pycache__"))
     git("add", "-A", cwd=repo)
     git("commit", "-qm", "hooks", cwd=repo)
     return repo, git("rev-parse", "HEAD", cwd=repo).stdout.strip()

@@ -18,7 +18,7 @@ ADAPTER = find_case("DIF004/adapter_denoising_loop")
 
 def codemod(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "CODEMOD_CACHE_DIR": str(cwd / ".cache")}
-    return subprocess.run([sys.executable, "-m", "codemods", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "codemod_cli", *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
 def apply_replacements(text: str, changes: list[dict]) -> str:

@@ -56,7 +56,7 @@ def test_a_path_that_names_nothing_inside_the_tree_is_refused_with_the_accepted_
 def _codemod(arguments: list[str], cwd: Path) -> subprocess.CompletedProcess:
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "codemods", *arguments], cwd=cwd, env=environment, capture_output=True, text=True
+        [sys.executable, "-m", "codemod_cli", *arguments], cwd=cwd, env=environment, capture_output=True, text=True
     )
 
 

@@ -255,7 +255,7 @@ def test_census_job_verifies_the_plans_commit_and_writes_the_report_and_its_page
 
 def test_cli_dry_run_prints_the_body_it_would_write(remote: GitHubDouble, tmp_path: Path) -> None:
     env = {**os.environ, "GITHUB_TOKEN": remote.token}
-    command = [sys.executable, "-m", "codemods", "bot", "run", "--repo", REPO, "--api-url", remote.api_url]
+    command = [sys.executable, "-m", "codemod_cli", "bot", "run", "--repo", REPO, "--api-url", remote.api_url]
     command += ["--select", "DIF004", "--dry-run", "--max-open-prs", "0", "--request-interval", "0"]
     command += ["--workdir", str(tmp_path / "work")]
 

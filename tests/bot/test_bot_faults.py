@@ -169,7 +169,7 @@ def test_unreachable_github_is_said_at_each_retry_and_ends_the_run_in_seconds(tm
         closed.bind(("127.0.0.1", 0))
         api = "http://127.0.0.1:%d" % closed.getsockname()[1]
         env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
-        command = [sys.executable, "-m", "codemods", "bot", "run", "--repo", "you/diffusers", "--dry-run"]
+        command = [sys.executable, "-m", "codemod_cli", "bot", "run", "--repo", "you/diffusers", "--dry-run"]
         # The real client settings (2 connection retries): the subprocess's timeout is the bound.
         done = subprocess.run(
             [*command, "--api-url", api, "--workdir", str(tmp_path / "work")],

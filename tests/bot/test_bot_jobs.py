@@ -26,7 +26,7 @@ IDS = [
 def codemod(*args: str, token: str | None, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"} | ({"GITHUB_TOKEN": token} if token else {})
     return subprocess.run(
-        [sys.executable, "-m", "codemods", *args], capture_output=True, text=True, env=env, cwd=cwd, check=False
+        [sys.executable, "-m", "codemod_cli", *args], capture_output=True, text=True, env=env, cwd=cwd, check=False
     )
 
 

@@ -21,7 +21,7 @@ NUCLEUS = "models/transformers/transformer_nucleusmoe_image.py"
 @pytest.fixture(scope="module")
 def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, dict, str]:
     out = tmp_path_factory.mktemp("cli-verify")
-    command = [sys.executable, "-m", "codemods", "verify", str(installed_diffusers()), "--select", "DIF001"]
+    command = [sys.executable, "-m", "codemod_cli", "verify", str(installed_diffusers()), "--select", "DIF001"]
     command += [
         "--json",
         str(out / "report.json"),
@@ -88,7 +88,7 @@ def test_the_markdown_is_printed_and_written_with_the_command_to_reproduce(verif
 def test_a_src_that_is_not_the_diffusers_package_root_is_refused_up_front(tmp_path: Path, where: str) -> None:
     src = tmp_path if where == "a plain directory" else installed_diffusers() / "models"
     completed = subprocess.run(
-        [sys.executable, "-m", "codemods", "verify", str(src)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "codemod_cli", "verify", str(src)], capture_output=True, text=True, timeout=120
     )
     assert completed.returncode == 2
     assert completed.stderr == (
@@ -99,7 +99,7 @@ def test_a_src_that_is_not_the_diffusers_package_root_is_refused_up_front(tmp_pa
 
 def test_cuda_on_a_machine_without_a_cuda_device_is_refused_up_front() -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "codemods", "verify", str(installed_diffusers()), "--device", "cuda"],
+        [sys.executable, "-m", "codemod_cli", "verify", str(installed_diffusers()), "--device", "cuda"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -103,6 +103,6 @@ def test_an_interpreter_without_torch_is_refused_in_one_line() -> None:
 
 
 def test_codemod_verify_with_a_missing_interpreter_exits_2_in_one_line(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "codemods", "verify", str(installed_diffusers()), "--python", str(tmp_path / "py")]
+    command = [sys.executable, "-m", "codemod_cli", "verify", str(installed_diffusers()), "--python", str(tmp_path / "py")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert (done.returncode, done.stderr) == (2, f"codemod: error: --python {tmp_path / 'py'}: no such interpreter\n")
