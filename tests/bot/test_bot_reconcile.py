@@ -22,6 +22,8 @@ from bot_harness import (  # noqa: F401  (fixtures)
 from diffusers_tree import EXPECTED_GROUPS, PACKAGE
 from github_double import GitHubDouble, push_branch
 
+from bot.body import change_comment
+from bot.groups import FixGroup, Rewrite
 from bot.runner import BotOptions, run
 from bot.summary import Outcome, RunSummary
 
@@ -234,3 +236,69 @@ def test_a_dry_run_lists_the_closings_and_rebuilds_and_makes_none(
     ) in text
     assert len(remote.requests()) - len(remote.requests("GET")) == writes
     assert remote_refs(remote.bare_repo) == refs
+
+
+def test_the_dashboard_shows_the_prs_closed_and_rebuilt_this_run(
+    remote: GitHubDouble, dashboard_options: BotOptions
+) -> None:
+    run(dashboard_options, FakeVerifier())
+    closed, rebuilt = (pull_on(remote, branch) for branch in (KANDINSKY_BRANCH, ADAPTER_BRANCH))
+    landed = apply_by_hand(remote, KANDINSKY_BRANCH, KANDINSKY)
+    moved = shift_down(remote, ADAPTER)
+
+    summary = run(dashboard_options, FakeVerifier())
+
+    body = remote.issue(summary.dashboard.number).body
+    assert (
+        f"## Closed as no longer needed (1)\n\n- #{closed.number} {closed.title}: closed this run, no longer needed: "
+        f"its change is on main since {landed[:10]} (Update main); branch deleted\n"
+    ) in body
+    assert "## Closed by a maintainer (0)" in body
+    line = next(line for line in body.splitlines() if line.startswith(f"- #{rebuilt.number} "))
+    assert line.endswith(f" · _rebuilt on `main@{moved[:10]}` this run_")
+
+
+def test_a_changed_fix_on_a_pr_opened_before_rewrites_were_counted_names_its_files() -> None:
+    group = FixGroup(
+        "DIF004",
+        ("pipelines/flux",),
+        {"src/diffusers/pipelines/flux/a.py": ("x\n", "y\n"), "src/diffusers/pipelines/flux/b.py": ("x\n", "y\n")},
+        (Rewrite("src/diffusers/pipelines/flux/a.py", 1, "m"), Rewrite("src/diffusers/pipelines/flux/b.py", 1, "m")),
+    )
+    old_body = "...\n<!-- codemod-fingerprint: dif004-0123456789abcdef rule=DIF004 files=src/diffusers/pipelines/flux/a.py -->\n"
+
+    comment = change_comment(old_body, group, "main", "0123456789abcdef")
+
+    assert comment.startswith(
+        "`main` moved to 0123456789 and this fix changed: now 2 rewrites in 2 files "
+        "(now also `src/diffusers/pipelines/flux/b.py`). "
+    )
+
+
+def test_three_runs_with_main_moved_by_hand_between_the_first_two(remote: GitHubDouble, options: BotOptions) -> None:
+    first = run(options, FakeVerifier())
+    apply_by_hand(remote, KANDINSKY_BRANCH, KANDINSKY)
+    shift_down(remote, ADAPTER)
+    edit_main(
+        remote,
+        AUTOENCODER,
+        "decoded_slices = [self._decode(z_slice).sample for z_slice in z.split(1)]",
+        "decoded_slices = [self._decode(z_slice, return_dict=False)[0] for z_slice in z.split(1)]",
+    )
+
+    second = run(options, FakeVerifier())
+    writes = len(remote.requests()) - len(remote.requests("GET"))
+    third = run(options, FakeVerifier())
+
+    assert set(outcomes(first).values()) == {"opened"}
+    assert outcomes(second) == {
+        KANDINSKY_BRANCH: "closed",
+        ADAPTER_BRANCH: "rebuilt",
+        AUTOENCODER_BRANCH: "updated",
+        PNDM_BRANCH: "unchanged",
+    }
+    assert outcomes(third) == {ADAPTER_BRANCH: "unchanged", AUTOENCODER_BRANCH: "unchanged", PNDM_BRANCH: "unchanged"}
+    assert len(remote.requests()) - len(remote.requests("GET")) == writes
+    assert [p.head_ref for p in remote.pull_requests("open")] == sorted(
+        [ADAPTER_BRANCH, AUTOENCODER_BRANCH, PNDM_BRANCH]
+    )
