@@ -195,9 +195,7 @@ class Publisher:
             self.bodies_written += 1
         opening = decision.action is Action.OPEN
         done, would = _PUBLISHED[decision.action]
-        reason = verification.reason
-        if decision.action is Action.REBUILD:
-            reason = f"{decision.reason}: {verification.reason}"
+        reason = verification.reason if opening else f"{decision.reason}: {verification.reason}"
         if self.settings.dry_run:
             self.open_count += opening
             return _outcome(group, would, reason, decision.pull, verification.verdict)

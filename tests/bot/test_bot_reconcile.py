@@ -24,7 +24,7 @@ from github_double import GitHubDouble, push_branch
 
 from bot.body import change_comment
 from bot.groups import FixGroup, Rewrite
-from bot.runner import BotOptions, run
+from bot.runner import BotOptions, plan, run
 from bot.summary import Outcome, RunSummary
 
 KANDINSKY = f"{PACKAGE}/pipelines/kandinsky/pipeline_kandinsky.py"
@@ -302,3 +302,14 @@ def test_three_runs_with_main_moved_by_hand_between_the_first_two(remote: GitHub
     assert [p.head_ref for p in remote.pull_requests("open")] == sorted(
         [ADAPTER_BRANCH, AUTOENCODER_BRANCH, PNDM_BRANCH]
     )
+
+
+def test_the_plan_job_sends_a_pr_whose_files_main_changed_to_verification(
+    remote: GitHubDouble, options: BotOptions, tmp_path: Path
+) -> None:
+    run(options, FakeVerifier())
+    shift_down(remote, KANDINSKY)
+
+    planned = plan(options, tmp_path / "plan.json")
+
+    assert planned.to_verify == ["dif004-pipelines-kandinsky"]
