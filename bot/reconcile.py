@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from bot.git import BOT_BRANCH_PREFIX, Git, GitIdentity, PushRejected
+from bot.git import BOT_BRANCH_PREFIX, Git, GitError, GitIdentity, PushRejected
 from bot.groups import PACKAGE_DIR
 from bot.plan import Plan
 from bot.pulls import KnownPull, PullRequests
@@ -64,7 +64,10 @@ def unneeded_pulls(
             continue
         if pull.author.lower() != login.lower() or branch in held or pull.fingerprint in held:
             continue
-        unneeded = _judge(plan, git, pull, branch, identity)
+        try:
+            unneeded = _judge(plan, git, pull, branch, identity)
+        except GitError:  # e.g. a branch with no history in common with the base: what cannot be judged stays open
+            continue
         if unneeded is not None:
             found.append(unneeded)
     return found
