@@ -165,6 +165,7 @@ class Grouping:
     groups: list[FixGroup]
     errors: list[str]  # files the engine could not handle (left out of every group)
     report_only: list[ReportOnly] = field(default_factory=list)
+    scope: list[str] = field(default_factory=list)  # the repository-relative paths the engine read
 
 
 def find_groups(
@@ -205,7 +206,8 @@ def find_groups(
             ReportOnly(f.code, _relative(f.path, repo_root), f.line, f.end_line, f.message, f.not_fixed_reason)
             for f in result.remaining
         ]
-    return Grouping(sorted(groups, key=lambda g: (g.rule, g.family)), errors, report_only)
+    scope = [_relative(str(path), repo_root) for path in paths]
+    return Grouping(sorted(groups, key=lambda g: (g.rule, g.family)), errors, report_only, scope)
 
 
 def _split(rule: str, result: Any, src: Path, repo_root: Path) -> list[FixGroup]:

@@ -30,6 +30,9 @@ class Plan:
     engine_errors: list[str] = field(default_factory=list)
     to_verify: list[str] = field(default_factory=list)  # group ids worth verifying now (cap and etiquette allowing)
     report_only: list[ReportOnly] = field(default_factory=list)  # findings without a fix, for the dashboard
+    # What the engine was run on: a PR outside them is not judged by this plan (empty: none is).
+    rules: list[str] = field(default_factory=list)
+    scope: list[str] = field(default_factory=list)  # repository-relative paths
 
     def group(self, group_id: str) -> FixGroup:
         for group in self.groups:
@@ -48,6 +51,8 @@ class Plan:
             "engine_errors": self.engine_errors,
             "groups": [group.to_json() for group in self.groups],
             "report_only": [finding.to_json() for finding in self.report_only],
+            "rules": self.rules,
+            "scope": self.scope,
         }
 
     def save(self, path: Path) -> None:
@@ -72,4 +77,6 @@ class Plan:
             engine_errors=list(data["engine_errors"]),
             to_verify=list(data["to_verify"]),
             report_only=[ReportOnly(**finding) for finding in data.get("report_only", [])],
+            rules=list(data.get("rules", [])),
+            scope=list(data.get("scope", [])),
         )

@@ -140,7 +140,15 @@ def make_plan(session: Session) -> tuple[Plan, Git]:
     rules = tuple(rule.code for rule in select_rules(options.select))
     grouping = find_groups(git.root, rules, options.only, options.workdir.resolve() / "cache", options.log)
     plan = Plan(
-        options.repo, git.clone_url, base, base_sha, grouping.groups, grouping.errors, report_only=grouping.report_only
+        options.repo,
+        git.clone_url,
+        base,
+        base_sha,
+        grouping.groups,
+        grouping.errors,
+        report_only=grouping.report_only,
+        rules=list(rules),
+        scope=grouping.scope,
     )
     options.log(f"{len(plan.groups)} fix group(s) on {base_sha[:10]}")
     return plan, git

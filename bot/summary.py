@@ -11,8 +11,10 @@ from typing import Any
 
 class Outcome(str, enum.Enum):
     OPENED = "opened"
-    UPDATED = "updated"
-    UNCHANGED = "unchanged"  # its open PR already holds this fix
+    UPDATED = "updated"  # the fix changed: its PR's branch rebuilt on the base, with a comment saying how
+    REBUILT = "rebuilt"  # the same fix, its PR's branch rebuilt on a base that moved
+    UNCHANGED = "unchanged"  # its open PR already holds this fix, on the current base
+    CLOSED = "closed"  # a PR whose fix is no longer needed (landed on the base, or its findings are gone)
     SKIPPED = "skipped"  # etiquette: closed, merged, proposed elsewhere, a human's branch
     WAITING = "waiting"  # the open-PR cap is reached; a later run takes it
     IGNORED = "ignored"  # a maintainer ticked "ignore" on the dashboard
@@ -21,6 +23,8 @@ class Outcome(str, enum.Enum):
     NOT_ATTEMPTED = "not-attempted"  # the run stopped before reaching it
     WOULD_OPEN = "would-open"  # dry run
     WOULD_UPDATE = "would-update"  # dry run
+    WOULD_REBUILD = "would-rebuild"  # dry run
+    WOULD_CLOSE = "would-close"  # dry run
 
 
 @dataclass
@@ -36,6 +40,21 @@ class GroupOutcome:
     pull_number: int | None = None
     pull_url: str | None = None
     verdict: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "outcome": self.outcome.value}
+
+
+@dataclass
+class PullOutcome:
+    """An open bot PR that no group of this run holds: closed as no longer needed, or why it was not."""
+
+    number: int
+    url: str
+    branch: str
+    outcome: Outcome  # CLOSED, WOULD_CLOSE, SKIPPED (a human's branch), FAILED
+    reason: str
+    commit: str | None = None  # the base's commit that made it unneeded
 
     def to_json(self) -> dict[str, Any]:
         return {**self.__dict__, "outcome": self.outcome.value}
@@ -75,6 +94,7 @@ class RunSummary:
     base_sha: str | None = None
     dry_run: bool = False
     groups: list[GroupOutcome] = field(default_factory=list)
+    pulls: list[PullOutcome] = field(default_factory=list)  # open PRs without a group in this run
     engine_errors: list[str] = field(default_factory=list)
     stopped: str | None = None  # why the run ended early
     bodies_dir: str | None = None  # where the PR bodies were written
@@ -92,7 +112,8 @@ class RunSummary:
     def exit_code(self) -> int:
         """0: every group was handled (whatever the verdict or etiquette said); 1: stopped early, a group or the
         dashboard failed."""
-        failed = any(g.outcome in (Outcome.FAILED, Outcome.NOT_ATTEMPTED) for g in self.groups)
+        outcomes = [g.outcome for g in self.groups] + [p.outcome for p in self.pulls]
+        failed = any(outcome in (Outcome.FAILED, Outcome.NOT_ATTEMPTED) for outcome in outcomes)
         return 1 if self.stopped or failed or (self.dashboard is not None and self.dashboard.failed) else 0
 
     def to_json(self) -> dict[str, Any]:
@@ -103,6 +124,7 @@ class RunSummary:
             "dry_run": self.dry_run,
             "counts": {"groups": len(self.groups), "verified": self.verified(), **self.counts()},
             "groups": [g.to_json() for g in self.groups],
+            "pulls": [p.to_json() for p in self.pulls],
             "engine_errors": self.engine_errors,
             "stopped": self.stopped,
             "bodies_dir": self.bodies_dir,
@@ -119,11 +141,15 @@ class RunSummary:
         lines = [f"codemod bot: {self.repo}{at}{' [dry run]' if self.dry_run else ''}"]
         counts = ", ".join(f"{n} {name}" for name, n in self.counts().items())
         lines.append(f"{len(self.groups)} fix group(s), {self.verified()} verified in this run: {counts}")
-        width = max((len(g.outcome.value) for g in self.groups), default=0)
+        width = max((len(entry.outcome.value) for entry in [*self.groups, *self.pulls]), default=0)
         for g in self.groups:
             pull = f" #{g.pull_number}" if g.pull_number else ""
             reason = f": {g.reason}" if g.reason else ""
             lines.append(f"  {g.outcome.value:<{width}}  {g.rule} {g.families[0]}{pull} [{g.branch}]{reason}")
+        if self.pulls:
+            lines.append(f"{len(self.pulls)} open PR(s) with no fix group left in this run:")
+        for p in self.pulls:
+            lines.append(f"  {p.outcome.value:<{width}}  #{p.number} [{p.branch}]: {p.reason}")
         lines += [f"engine error: {error}" for error in self.engine_errors]
         if self.bodies_dir:
             lines.append(f"PR bodies: {self.bodies_dir}")

@@ -7,6 +7,7 @@ the hidden fingerprint comment is what later runs recognise the PR by.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable
 
@@ -16,6 +17,10 @@ from bot.verification import Verification
 from codemods import __version__
 from codemods.output.rule_docs import first_paragraph, pip_requirement, rule_sections
 from codemods.rules import rule_class
+
+_HIDDEN = re.compile(
+    rf"<!--\s*{FINGERPRINT_MARKER}:\s*\S+ rule=\S+ files=(?P<files>\S*)(?: rewrites=(?P<rewrites>\d+))?"
+)
 
 
 def title(group: FixGroup) -> str:
@@ -46,7 +51,31 @@ def reproduce_command(group: FixGroup, base_sha: str, device: str) -> str:
 
 
 def fingerprint_comment(group: FixGroup) -> str:
-    return f"<!-- {FINGERPRINT_MARKER}: {group.fingerprint} rule={group.rule} files={','.join(sorted(group.files))} -->"
+    files = ",".join(sorted(group.files))
+    return f"<!-- {FINGERPRINT_MARKER}: {group.fingerprint} rule={group.rule} files={files} rewrites={len(group.rewrites)} -->"
+
+
+def change_comment(previous_body: str | None, group: FixGroup, base: str, base_sha: str) -> str:
+    """What a rebuilt PR's comment says when its fix changed: its rewrites and files, before and now.
+
+    The before comes from the hidden comment of the body being replaced (PRs opened before it
+    counted rewrites say only their files).
+    """
+    hidden = _HIDDEN.search(previous_body or "")
+    files_before = set(hidden["files"].split(",")) if hidden else set()
+    now = f"{_count(len(group.rewrites), 'rewrite')} in {_count(len(group.files), 'file')}"
+    was = []
+    if hidden and hidden["rewrites"]:
+        was.append(f"was {_count(int(hidden['rewrites']), 'rewrite')} in {_count(len(files_before), 'file')}")
+    if added := sorted(set(group.files) - files_before):
+        was.append("now also " + ", ".join(f"`{path}`" for path in added))
+    if dropped := sorted(files_before - set(group.files)):
+        was.append("no longer " + ", ".join(f"`{path}`" for path in dropped))
+    details = f" ({'; '.join(was)})" if was else ""
+    return (
+        f"`{base}` moved to {base_sha[:10]} and this fix changed: now {now}{details}. "
+        "The bot rebuilt the branch on it and verified it again; the description above is updated."
+    )
 
 
 def body(group: FixGroup, verification: Verification) -> str:

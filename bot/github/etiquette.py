@@ -3,6 +3,7 @@
 - Never a second PR for a fingerprint: one open anywhere is left as it is.
 - Never reopen or recreate what a maintainer closed without merging: a closed PR with the
   group's fingerprint, or on the group's branch (the same rule in the same family), blocks it.
+  A PR the bot closed itself as no longer needed blocks nothing: if the fix comes back, so does a PR.
 - A fix already merged is skipped (a fix already upstream produces no group at all).
 - An open PR on the group's branch with another fingerprint is updated (its fix changed).
 The cap on open PRs and the "only the bot's commits" rule for branches are applied by the
@@ -22,6 +23,7 @@ class Action(str, enum.Enum):
     OPEN = "open"
     UPDATE = "update"
     UNCHANGED = "unchanged"
+    REBUILD = "rebuild"  # the same fix, its branch behind the base: rebuilt on it (the publisher decides)
     SKIP = "skip"
 
 
@@ -67,12 +69,12 @@ def decide(group: FixGroup, pulls: KnownPulls) -> Decision:
         if pull.head_ref == group.branch:
             return Decision(Action.UNCHANGED, f"#{pull.number} already holds this fix", pull)
         return Decision(Action.SKIP, f"already proposed in #{pull.number} (branch {pull.head_ref})", pull)
-    if closed := [p for p in same if p.closed_unmerged]:
+    if closed := [p for p in same if p.declined]:
         return Decision(Action.SKIP, f"#{closed[0].number} was closed without merging; not reopened", closed[0])
     on_branch = pulls.on_branch(group.branch)
     if opened := [p for p in on_branch if p.state == "open"]:
         return Decision(Action.UPDATE, f"#{opened[0].number} holds an older version of this fix", opened[0])
-    if closed := [p for p in on_branch if p.closed_unmerged]:
+    if closed := [p for p in on_branch if p.declined]:
         pull = closed[-1]
         return Decision(
             Action.SKIP,

@@ -12,6 +12,7 @@ import base64
 import os
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -119,6 +120,14 @@ class Git:
         except GitError:
             return None
 
+    def fork_point(self, base: str, branch: str) -> str:
+        """The commit of `base` that `branch` was built on (their merge base)."""
+        return self.run("merge-base", base, branch)
+
+    def changed_files(self, old: str, new: str, paths: Sequence[str] = ()) -> list[str]:
+        """Repository-relative files that differ between two commits; only among `paths` when given."""
+        return self.run("diff", "--name-only", old, new, *(("--", *paths) if paths else ())).splitlines()
+
     def foreign_commits(self, base: str, branch: str, identity: GitIdentity) -> list[ForeignCommit]:
         """Commits on `origin/<branch>` but not on `origin/<base>` that the bot did not both author and commit."""
         listing = self.run(
@@ -152,17 +161,30 @@ class Git:
 
     def push(self, commit: str, branch: str, expected: str | None) -> None:
         """Push `commit` to the bot's `branch`, only if the remote branch is still `expected` (None: absent)."""
-        if not branch.startswith(BOT_BRANCH_PREFIX):
-            raise ValueError(
-                f"refusing to push to {branch!r}: the bot pushes only to its own {BOT_BRANCH_PREFIX}* branches"
-            )
-        ref = f"refs/heads/{branch}"
+        ref = f"refs/heads/{self._own_branch(branch)}"
         lease = f"--force-with-lease={ref}:{expected or ''}"
         try:
             self.run("push", "--porcelain", lease, "origin", f"{commit}:{ref}")
         except GitError as error:
             raise PushRejected(_push_reason(str(error))) from None
         self.run("update-ref", f"refs/remotes/origin/{branch}", commit)
+
+    def delete_branch(self, branch: str, expected: str) -> None:
+        """Delete the bot's remote `branch`, only if it still points at `expected` (nobody pushed since)."""
+        ref = f"refs/heads/{self._own_branch(branch)}"
+        try:
+            self.run("push", "--porcelain", f"--force-with-lease={ref}:{expected}", "origin", f":{ref}")
+        except GitError as error:
+            raise PushRejected(_push_reason(str(error))) from None
+        self.run("update-ref", "-d", f"refs/remotes/origin/{branch}")
+
+    @staticmethod
+    def _own_branch(branch: str) -> str:
+        if not branch.startswith(BOT_BRANCH_PREFIX):
+            raise ValueError(
+                f"refusing to push to {branch!r}: the bot pushes only to its own {BOT_BRANCH_PREFIX}* branches"
+            )
+        return branch
 
     def _mode(self, parent: str, path: str) -> str:
         listing = self.run("ls-tree", parent, "--", path)

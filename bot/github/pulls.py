@@ -9,7 +9,7 @@ lookup by head branch per group (exact, but only for the branch the group would 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import github
@@ -21,6 +21,9 @@ from bot.github.git import BOT_BRANCH_PREFIX
 
 FINGERPRINT_MARKER = "codemod-fingerprint"
 _FINGERPRINT = re.compile(rf"<!--\s*{FINGERPRINT_MARKER}:\s*(\S+)")
+# Added to the body of a PR the bot closed as no longer needed: a maintainer's "no" it is not.
+AUTOCLOSED_MARKER = "codemod-autoclosed"
+_AUTOCLOSED = re.compile(rf"<!--\s*{AUTOCLOSED_MARKER}:")
 LABEL_COLOR = "0e8a16"
 LABEL_DESCRIPTION = "Makes diffusers faster"
 
@@ -28,6 +31,10 @@ LABEL_DESCRIPTION = "Makes diffusers faster"
 def parse_fingerprint(body: str | None) -> str | None:
     match = _FINGERPRINT.search(body or "")
     return match.group(1) if match else None
+
+
+def is_autoclosed(body: str | None) -> bool:
+    return _AUTOCLOSED.search(body or "") is not None
 
 
 @dataclass(frozen=True)
@@ -41,10 +48,12 @@ class KnownPull:
     fingerprint: str | None
     title: str = ""
     handle: Any = field(default=None, compare=False, repr=False)  # the PyGithub object, for writes
+    autoclosed: bool = False  # closed by the bot itself, as no longer needed
 
     @property
-    def closed_unmerged(self) -> bool:
-        return self.state == "closed" and not self.merged
+    def declined(self) -> bool:
+        """Closed without merging by a maintainer: the fix is blocked for good."""
+        return self.state == "closed" and not self.merged and not self.autoclosed
 
 
 class PullRequests:
@@ -86,6 +95,7 @@ class PullRequests:
                         issue.user.login,
                         fingerprint,
                         issue.title,
+                        autoclosed=is_autoclosed(issue.body),
                     )
                 )
         return found
@@ -123,6 +133,19 @@ class PullRequests:
     def update(self, pull: KnownPull, title: str, body: str) -> None:
         self._refuse_in_dry_run()
         pull.handle.edit(title=title, body=body)  # PATCH: idempotent, retried on 5xx by BotRetry
+
+    def comment(self, pull: KnownPull, text: str) -> None:
+        """One comment on the PR (a POST: sent once, never retried blindly)."""
+        self._refuse_in_dry_run()
+        pull.handle.create_issue_comment(text)
+
+    def close_as_not_needed(self, pull: KnownPull, commit: str, comment: str) -> KnownPull:
+        """Close the PR, marking its body so later runs know the bot closed it (not a maintainer), then say why."""
+        self._refuse_in_dry_run()
+        body = (pull.handle.body or "").rstrip("\n") + f"\n\n<!-- {AUTOCLOSED_MARKER}: {commit} -->\n"
+        pull.handle.edit(state="closed", body=body)  # PATCH: idempotent, so closed before the comment is posted
+        self.comment(pull, comment)
+        return replace(pull, state="closed", autoclosed=True)
 
     def ensure_label(self, pull: KnownPull, name: str) -> None:
         """Add label `name` to the PR, creating it in the repository first if it is missing."""
@@ -166,4 +189,5 @@ def _from_pull(pull: Any) -> KnownPull:
         fingerprint=parse_fingerprint(pull.body),
         title=pull.title,
         handle=pull,
+        autoclosed=is_autoclosed(pull.body),
     )

@@ -8,7 +8,7 @@ import pytest
 from diffusers_tree import tree_files
 
 from bot.github.etiquette import Action, KnownPulls, decide
-from bot.github.pulls import KnownPull, parse_fingerprint
+from bot.github.pulls import KnownPull, is_autoclosed, parse_fingerprint
 from bot.groups import FixGroup, family, find_groups, fingerprint
 
 BEFORE = "import torch\n\n\ndef f(unet, x):\n    return unet(x).sample\n"
@@ -89,8 +89,9 @@ def pull(
     merged: bool = False,
     head: str | None = GROUP.branch,
     fp: str | None = GROUP.fingerprint,
+    autoclosed: bool = False,
 ) -> KnownPull:
-    return KnownPull(number, f"https://x/pull/{number}", state, merged, head, "codemod-bot", fp)
+    return KnownPull(number, f"https://x/pull/{number}", state, merged, head, "codemod-bot", fp, autoclosed=autoclosed)
 
 
 @pytest.mark.parametrize(
@@ -108,6 +109,8 @@ def pull(
             "#7 (DIF004 in pipelines/flux) was closed without merging; not recreated",
         ),
         ([pull(7, "closed", merged=True, fp="dif004-older")], Action.OPEN, ""),
+        ([pull(7, "closed", autoclosed=True)], Action.OPEN, ""),
+        ([pull(7, "closed", fp="dif004-older", autoclosed=True)], Action.OPEN, ""),
     ],
     ids=[
         "new",
@@ -118,6 +121,8 @@ def pull(
         "open-older",
         "closed-older",
         "merged-older",
+        "closed-by-the-bot-same",
+        "closed-by-the-bot-older",
     ],
 )
 def test_decision_from_the_pull_requests_github_holds(pulls: list[KnownPull], action: Action, reason: str) -> None:
@@ -130,3 +135,11 @@ def test_exact_listing_wins_over_a_search_hit_for_the_same_pull() -> None:
     merged = KnownPulls.merge([pull(7, head=None)], [pull(7)])
 
     assert merged.by_number[7].head_ref == GROUP.branch
+
+
+def test_a_pr_body_written_before_rewrites_were_counted_is_still_recognised_and_declined() -> None:
+    body = f"...\n<!-- codemod-fingerprint: {GROUP.fingerprint} rule=DIF004 files={','.join(sorted(GROUP.files))} -->\n"
+
+    closed = pull(7, "closed", fp=parse_fingerprint(body), autoclosed=is_autoclosed(body))
+
+    assert decide(GROUP, KnownPulls.merge([closed])).reason == "#7 was closed without merging; not reopened"

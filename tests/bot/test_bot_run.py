@@ -45,7 +45,7 @@ def test_first_run_opens_one_pr_per_group_with_the_verifiers_table(remote: GitHu
     assert f"codemod run --diff --unsafe-fixes --select=DIF004 {KANDINSKY}\n" in kandinsky.body
     assert f"codemod verify src/diffusers --select=DIF004 --path={KANDINSKY} --device=emu\n" in kandinsky.body
     assert (
-        f"<!-- codemod-fingerprint: {kandinsky_group(summary).fingerprint} rule=DIF004 files={KANDINSKY} -->"
+        f"<!-- codemod-fingerprint: {kandinsky_group(summary).fingerprint} rule=DIF004 files={KANDINSKY} rewrites=1 -->"
         in kandinsky.body
     )
     assert [label.name for label in kandinsky.labels] == ["performance"]
@@ -173,7 +173,7 @@ def test_human_commit_on_a_bot_branch_stops_updates(remote: GitHubDouble, option
         f"branch {KANDINSKY_BRANCH} has commits by Double Tester <tester@example.com>; the bot no longer touches it"
     )
     assert remote_refs(remote.bare_repo)[f"refs/heads/{KANDINSKY_BRANCH}"] == human
-    assert remote.requests("PATCH") == []
+    assert remote.requests("PATCH", PULLS + rf"/{kandinsky_group(summary).pull_number}") == []
 
 
 def test_cap_holds_and_a_later_run_opens_the_rest(remote: GitHubDouble, options: BotOptions) -> None:

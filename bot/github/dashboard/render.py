@@ -12,7 +12,7 @@ from bot.github.dashboard.layout import Section, fit
 from bot.github.dashboard.ticks import DASHBOARD_MARKER, IGNORE, OPEN_NOW, Ticks, checkbox, findings_key
 from bot.github.pulls import KnownPull
 from bot.groups import FixGroup, ReportOnly
-from bot.summary import GroupOutcome, Outcome
+from bot.summary import GroupOutcome, Outcome, PullOutcome
 from bot.verify.reporting.census_summary import number, parity_text, syncs_removed, top_by_syncs_removed
 from codemods import __version__
 from codemods.output.rule_docs import TOOL_URL, docs_url, why_line
@@ -38,6 +38,7 @@ class DashboardContent:
     census: list[dict[str, Any]] = field(default_factory=list)  # verify report targets
     census_url: str | None = None
     run_url: str | None = None
+    pull_outcomes: list[PullOutcome] = field(default_factory=list)  # open PRs no group held: closed or not
 
     def permalink(self, path: str, start: int, end: int) -> str:
         anchor = f"L{start}" if end <= start else f"L{start}-L{end}"
@@ -64,13 +65,16 @@ def render(content: DashboardContent) -> str:
         _groups_section(content, by_id, [o for o in content.outcomes if o.outcome is Outcome.WAITING], waiting=True),
         _groups_section(content, by_id, [o for o in content.outcomes if o.outcome in _NOT_PUBLISHED], waiting=False),
         Section(
-            f"## Merged ({_count(content.pulls, merged=True)})", _pull_items(content.pulls, merged=True), empty="None."
+            f"## Merged ({_count(content.pulls, merged=True)})",
+            _pull_items([p for p in content.pulls if p.merged]),
+            empty="None.",
         ),
         Section(
-            f"## Closed by a maintainer ({_count(content.pulls, merged=False)})",
-            _pull_items(content.pulls, merged=False),
+            f"## Closed by a maintainer ({sum(p.declined for p in content.pulls)})",
+            _pull_items([p for p in content.pulls if p.declined]),
             empty="None. A PR a maintainer closes is blocked for good: the bot never reopens or recreates it.",
         ),
+        _no_longer_needed(content),
         *_report_only(content),
         _ignored(content, by_id),
         _census(content),
@@ -103,17 +107,31 @@ def _footer() -> str:
 
 def _open_pulls(content: DashboardContent, by_id: dict[str, FixGroup], outcomes: dict[str, GroupOutcome]) -> Section:
     groups = {g.fingerprint: g for g in content.groups} | {g.branch: g for g in content.groups}
+    notes = _run_notes(content)
     items = []
     for pull in sorted((p for p in content.pulls if p.state == "open"), key=lambda p: p.number):
         group = groups.get(pull.fingerprint or "") or groups.get(pull.head_ref or "")
         where = f": {content.links(_spans(group))}" if group else ""
-        items.append(f"- #{pull.number} {pull.title}{where}")
+        items.append(f"- #{pull.number} {pull.title}{where}{notes.get(pull.number, '')}")
     for outcome in content.outcomes:
         if outcome.outcome in (Outcome.WOULD_OPEN, Outcome.WOULD_UPDATE):
             verb = "would open" if outcome.outcome is Outcome.WOULD_OPEN else "would update"
             group = by_id[outcome.group_id]
             items.append(f"- {verb} (dry run): {_group_name(group)}: {content.links(_spans(group))}")
     return Section(f"## Open PRs ({len(items)})", items, empty="None.")
+
+
+def _run_notes(content: DashboardContent) -> dict[int, str]:
+    """What this run did to open PRs beyond looking: rebuilt on the base, or left alone though unneeded."""
+    at = f"`{content.base}@{content.base_sha[:10]}`"
+    said = {
+        Outcome.REBUILT: f"rebuilt on {at} this run",
+        Outcome.UPDATED: f"rebuilt on {at} this run, its fix changed",
+        Outcome.WOULD_REBUILD: f"would be rebuilt on {at} (dry run)",
+    }
+    notes = {o.pull_number: said[o.outcome] for o in content.outcomes if o.pull_number and o.outcome in said}
+    notes |= {o.number: o.reason for o in content.pull_outcomes if o.outcome is Outcome.SKIPPED}
+    return {number: f" · _{note}_" for number, note in notes.items()}
 
 
 def _groups_section(
@@ -142,9 +160,27 @@ def _groups_section(
     )
 
 
-def _pull_items(pulls: list[KnownPull], merged: bool) -> list[str]:
-    chosen = [p for p in pulls if p.state == "closed" and p.merged == merged]
-    return [f"- #{p.number} {p.title}".rstrip() for p in sorted(chosen, key=lambda p: p.number)]
+def _pull_items(pulls: list[KnownPull], notes: dict[int, str] | None = None) -> list[str]:
+    notes = notes or {}
+    return [
+        f"- #{p.number} {p.title}".rstrip() + notes.get(p.number, "") for p in sorted(pulls, key=lambda p: p.number)
+    ]
+
+
+def _no_longer_needed(content: DashboardContent) -> Section:
+    """PRs the bot closed because the base no longer needs them; this run's say why (and dry runs what they would)."""
+    closed = [p for p in content.pulls if p.state == "closed" and p.autoclosed]
+    now = {o.number: o for o in content.pull_outcomes if o.outcome in (Outcome.CLOSED, Outcome.WOULD_CLOSE)}
+    notes = {
+        n: f": {'closed this run' if o.outcome is Outcome.CLOSED else 'would close (dry run)'}, {o.reason}"
+        for n, o in now.items()
+    }
+    would = [p for p in content.pulls if p.number in now and p.state == "open"]
+    return Section(
+        f"## Closed as no longer needed ({len(closed) + len(would)})",
+        _pull_items([*closed, *would], notes),
+        empty="None. The bot closes its PR when the base holds its change or no longer has its findings.",
+    )
 
 
 def _report_only(content: DashboardContent) -> list[Section]:

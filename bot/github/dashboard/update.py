@@ -56,6 +56,7 @@ def update_dashboard(
             base_sha=plan.base_sha,
             groups=plan.groups,
             outcomes=summary.groups,
+            pull_outcomes=summary.pulls,
             pulls=pulls,
             report_only=plan.report_only,
             ticks=state.ticks,
