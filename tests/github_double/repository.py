@@ -1,6 +1,6 @@
-"""The rules GitHub enforces on pull requests, labels and comments, over a `RepositoryState`.
+"""The rules GitHub enforces on pull requests and comments, over a `RepositoryState`.
 
-Issues proper are in `issues.py`; labels and comments here serve both.
+Issues proper are in `issues.py`, labels in `labels.py`; labels and comments serve both.
 
 Every public method takes the lock: the HTTP server is threaded and tests call the state
 helpers from their own thread while PyGithub is talking to the server.
@@ -8,25 +8,20 @@ helpers from their own thread while PyGithub is talking to the server.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable
 
-from .errors import ApiError, custom_error, error_body, field_error, not_found, validation_failed
+from .errors import ApiError, custom_error, field_error, not_found, validation_failed
 from .git_remote import GitRemote
-from .model import Account, Comment, IdSource, Issue, Label, PullRequest, RepositoryState, now
+from .labels import LabelRules
+from .model import Account, Comment, IdSource, Issue, PullRequest, RepositoryState, now
 
 CREATE_PULL_DOCS = "https://docs.github.com/rest/pulls/pulls#create-a-pull-request"
 UPDATE_PULL_DOCS = "https://docs.github.com/rest/pulls/pulls#update-a-pull-request"
-CREATE_LABEL_DOCS = "https://docs.github.com/rest/issues/labels#create-a-label"
 LIST_PULLS_DOCS = "https://docs.github.com/rest/pulls/pulls#list-pull-requests"
-LABELS_DOCS = "https://docs.github.com/rest/issues/labels"
-# The color GitHub gives labels it creates implicitly, when an unknown name is added to an issue.
-IMPLICIT_LABEL_COLOR = "ededed"
-_HEX_COLOR = re.compile(r"[0-9a-fA-F]{6}")
 
 
-class HostedRepository:
+class HostedRepository(LabelRules):
     def __init__(self, state: RepositoryState, remote: GitRemote, bot: Account, ids: IdSource) -> None:
         self.state = state
         self.remote = remote
@@ -191,56 +186,6 @@ class HostedRepository:
             if number in self.state.issues:
                 return self.state.issues[number]
             return self.pull(number)
-
-    # Labels
-
-    def label(self, name: str) -> Label:
-        with self.lock:
-            if name.lower() not in self.state.labels:
-                raise not_found()
-            return self.state.labels[name.lower()]
-
-    def labels(self) -> list[Label]:
-        with self.lock:
-            return sorted(self.state.labels.values(), key=lambda label: label.name.lower())
-
-    def create_label(self, name: str | None, color: str | None, description: str | None) -> Label:
-        with self.lock:
-            if not name:
-                raise validation_failed(CREATE_LABEL_DOCS, field_error("Label", "name", "missing_field"))
-            color = (color or IMPLICIT_LABEL_COLOR).removeprefix("#")
-            if not _HEX_COLOR.fullmatch(color):
-                raise validation_failed(CREATE_LABEL_DOCS, field_error("Label", "color", "invalid"))
-            if name.lower() in self.state.labels:
-                raise validation_failed(CREATE_LABEL_DOCS, field_error("Label", "name", "already_exists"))
-            label = Label(self.ids.next(), name, color.lower(), description)
-            self.state.labels[name.lower()] = label
-            return label
-
-    def add_labels(self, number: int, names: list[str]) -> list[Label]:
-        with self.lock:
-            item = self.item(number)
-            for name in names:
-                label = self.state.labels.get(name.lower()) or self.create_label(name, None, None)
-                if label not in item.labels:
-                    item.labels.append(label)
-            item.touch()
-            return list(item.labels)
-
-    def set_labels(self, number: int, names: list[str]) -> list[Label]:
-        with self.lock:
-            self.item(number).labels = []
-            return self.add_labels(number, names)
-
-    def remove_label(self, number: int, name: str) -> list[Label]:
-        with self.lock:
-            item = self.item(number)
-            kept = [label for label in item.labels if label.name.lower() != name.lower()]
-            if len(kept) == len(item.labels):
-                raise ApiError(404, error_body(404, "Label does not exist", LABELS_DOCS))
-            item.labels = kept
-            item.touch()
-            return list(kept)
 
     # Comments
 
