@@ -1,0 +1,111 @@
+"""The GPU bundle (`make gpu-bundle`) on this machine, as the lent GPU machine will take it.
+
+A fresh venv gets torch alone, from where the Makefile installs it, then a stand-in for the GPU
+machine's image (its pinned transformers and the compiled packages the bundle leaves to it, from the
+bundle's download cache); then `benchmarks/gpu_run.sh` installs the bundle offline and runs until
+gpu_scale.sh's "no CUDA device". The venv is built once per session: about 60 s on 2 shared cores,
+most of it torch's install. Skipped until `make gpu-bundle` has made the bundle (`make
+gpu-bundle-check` makes it and runs these).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tools.gpu_bundle import IMAGE_COMPILED, IMAGE_PINS, PROJECT, canonical_name
+from tools.torch_index import CPU_INDEX, local_cpu_build
+
+BUNDLE = PROJECT / ".gpu-bundle"
+IMAGE_WHEELS = PROJECT / ".gpu-bundle-cache" / "host"
+# What the device tool carries at most: the working tree and the carried paths together.
+CARRY_LIMIT = 64 * 2**20
+
+pytestmark = pytest.mark.skipif(not BUNDLE.is_dir(), reason="no .gpu-bundle: `make gpu-bundle-check` makes it")
+
+
+@pytest.fixture(scope="session")
+def image_python() -> Path:
+    """A venv with torch and the stand-in image, nothing else: built once and kept in the bundle's cache,
+    and brought back to that state at each session's start (what an earlier session installed, removed)."""
+    venv = IMAGE_WHEELS.parent / "image-venv"
+    python = venv / "bin" / "python"
+    torch_pin = f"torch=={torch.__version__.partition('+')[0]}"
+    image = [*IMAGE_PINS, *IMAGE_COMPILED]
+    stamp = venv / "image.txt"
+    pip = [python, "-m", "pip", "--disable-pip-version-check"]
+    # No .pyc files at install: compiling all of torch's costs minutes here; imports compile what they use.
+    install = [*pip, "install", "--quiet", "--no-compile"]
+    if not stamp.is_file() or stamp.read_text() != "\n".join([torch_pin, *image]):
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run(
+            [*install, torch_pin, *([] if local_cpu_build(torch_pin) else ["--index-url", CPU_INDEX])], check=True
+        )
+        subprocess.run([*install, "--no-index", "--find-links", IMAGE_WHEELS, *image], check=True)
+        (venv / "base.txt").write_text(_freeze(python))
+        stamp.write_text("\n".join([torch_pin, *image]))
+    base = (venv / "base.txt").read_text().splitlines()
+    added = [line.partition("==")[0] for line in _freeze(python).splitlines() if line not in base]
+    if added:
+        subprocess.run([*pip, "uninstall", "--quiet", "--yes", *added], check=True)
+        subprocess.run([*install, "--no-index", "--find-links", IMAGE_WHEELS, *base], check=True)
+    return python
+
+
+def _freeze(python: Path) -> str:
+    """The venv's distributions, one `name==version` a line, names normalised as pip compares them."""
+    listed = subprocess.run(
+        [python, "-m", "pip", "list", "--format", "freeze"], capture_output=True, text=True, check=True
+    ).stdout
+    return "".join(f"{canonical(line)}\n" for line in listed.splitlines() if "==" in line)
+
+
+def canonical(requirement: str) -> str:
+    name, _, version = requirement.partition("==")
+    return f"{canonical_name(name)}=={version}"
+
+
+@pytest.fixture(scope="session")
+def gpu_run(image_python: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+    out = tmp_path_factory.mktemp("gpu-run-out")
+    environment = {**os.environ, "PYTHON": str(image_python), "OUT": str(out)}
+    done = subprocess.run(
+        [PROJECT / "benchmarks" / "gpu_run.sh", BUNDLE], env=environment, capture_output=True, text=True, check=False
+    )
+    return done, out
+
+
+def test_gpu_run_installs_the_bundle_offline_and_stops_at_no_cuda_device(gpu_run) -> None:
+    done, _ = gpu_run
+    assert (done.returncode, "gpu_scale: no CUDA device" in done.stdout, "] installed" in done.stdout) == (
+        2,
+        True,
+        True,
+    ), done.stdout[-3000:]
+
+
+def test_gpu_run_logs_into_the_dated_run_folder(gpu_run) -> None:
+    done, out = gpu_run
+    (log,) = out.glob("gpu-runs/*/gpu-run.log")
+    assert "gpu_scale: no CUDA device" in log.read_text()
+
+
+def test_the_install_keeps_the_images_packages_and_breaks_no_requirement(gpu_run, image_python: Path) -> None:
+    listed = _freeze(image_python).splitlines()
+    kept = [pin for pin in IMAGE_PINS if canonical(pin) not in listed]
+    checked = subprocess.run([image_python, "-m", "pip", "check"], capture_output=True, text=True, check=False)
+    assert (kept, checked.returncode) == ([], 0), checked.stdout
+
+
+def test_the_bundle_and_the_working_tree_fit_what_the_device_tool_carries() -> None:
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=PROJECT, capture_output=True, check=True).stdout
+    tree = sum((PROJECT / name).stat().st_size for name in tracked.decode().split("\0") if (PROJECT / name).is_file())
+    bundle = sum(path.stat().st_size for path in BUNDLE.iterdir())
+    assert tree + bundle < CARRY_LIMIT / 2, f"{tree / 2**20:.1f} MiB of tree, {bundle / 2**20:.1f} MiB of bundle"
