@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tools.gpu_bundle import IMAGE_COMPILED, IMAGE_PINS, PROJECT, canonical_name
+from tools.gpu_bundle import IMAGE_COMPILED, IMAGE_ON_TORCH, IMAGE_PINS, PROJECT, canonical_name
 from tools.torch_index import CPU_INDEX, local_cpu_build
 
 BUNDLE = PROJECT / ".gpu-bundle"
@@ -37,7 +37,7 @@ def image_python() -> Path:
     venv = IMAGE_WHEELS.parent / "image-venv"
     python = venv / "bin" / "python"
     torch_pin = f"torch=={torch.__version__.partition('+')[0]}"
-    image = [*IMAGE_PINS, *IMAGE_COMPILED]
+    image = [*IMAGE_PINS, *IMAGE_ON_TORCH, *IMAGE_COMPILED]
     stamp = venv / "image.txt"
     pip = [python, "-m", "pip", "--disable-pip-version-check"]
     # No .pyc files at install: compiling all of torch's costs minutes here; imports compile what they use.

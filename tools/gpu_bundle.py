@@ -3,7 +3,7 @@
     python -m tools.gpu_bundle build BUNDLE [--checkout DIFFUSERS_MAIN] [--cache DIR]   # here
     python -m tools.gpu_bundle install BUNDLE                                        # there
 
-The GPU machine's image has torch (CUDA), transformers and the packages KINDS.md lists, Python 3.12,
+The GPU machine's image has torch (CUDA), transformers and many common packages, Python 3.12,
 and no network. BUNDLE gets this project's wheel (built from the working tree: its metadata names
 what the run imports), diffusers 0.42.1 (the release the QwenImage fixture patches and the
 real-scale groups rewrite), the test-only packages diffusers main's tests import, and whatever pip
@@ -11,7 +11,8 @@ resolves for them that the image does not provide; pinned to the image's version
 Each is fetched for the device (CPython 3.12, manylinux x86-64) and for this interpreter, so the
 bundle also installs here (`tests/test_gpu_bundle.py`). `--checkout` adds `diffusers-main.tar.gz`,
 the checkout's tracked src/, tests/ and utils/ (the main-subset run's tree). The cache keeps every
-download: the stand-in image the test installs comes from its host folder.
+download: the stand-in image the test installs comes from its host folder (it has accelerate,
+which diffusers main's tests import, as the image has).
 """
 
 from __future__ import annotations
@@ -33,19 +34,23 @@ DEVICE_PLATFORMS = (
     "manylinux2014_x86_64",
     "manylinux1_x86_64",
 )
-# What the run installs besides this project: the tests of diffusers main import the last three.
-REQUIREMENTS = ("diffusers==0.42.1", "parameterized", "requests-mock", "ftfy")
-# The image's versions (KINDS.md's pip list, read there in 2026-11; the 2026-12-04 run saw the same
+# What the run installs besides this project: the main subset's targets come from diffusers main's tests, which
+# import the last four (the image has pytest; it is carried all the same, like the other small pure-Python ones).
+REQUIREMENTS = ("diffusers==0.42.1", "pytest", "parameterized", "requests-mock", "ftfy")
+# The image's versions (its pip list as read there in 2026-11; the 2026-12-04 run saw the same
 # transformers and huggingface_hub): resolving against them keeps the carried wheels compatible with
 # what stays installed there.
 IMAGE_PINS = ("transformers==5.17.0", "huggingface-hub==1.33.0", "safetensors==0.8.0", "tokenizers==0.23.2")
 # The compiled packages the resolution pulls in that the image has too (numpy's there is 2.5, for
 # Python 3.12 and newer, so it is not pinned: this interpreter may be older).
-IMAGE_COMPILED = ("numpy", "hf-xet", "pillow", "regex", "pyyaml", "charset-normalizer")
+IMAGE_COMPILED = ("numpy", "hf-xet", "pillow", "regex", "pyyaml", "charset-normalizer", "psutil")
+# The image's packages that need torch, which diffusers main's tests import: fetched without their
+# dependencies (pip's torch would be the 4 GB CUDA build), for the stand-in image only.
+IMAGE_ON_TORCH = ("accelerate==1.15.0",)
 # The image's packages that are not carried. Small pure-Python ones are carried even where the image has
 # them (typer and rich among them: on 2026-12-04 the image's typer did not do), since pip keeps an
 # installed one that satisfies.
-IMAGE_PROVIDES = frozenset({*(pin.partition("==")[0] for pin in IMAGE_PINS), *IMAGE_COMPILED})
+IMAGE_PROVIDES = frozenset({*(pin.partition("==")[0] for pin in (*IMAGE_PINS, *IMAGE_ON_TORCH)), *IMAGE_COMPILED})
 # What the run installs; gpu_run.sh and the test install exactly these.
 INSTALL = ("diffusers-codemod", *REQUIREMENTS)
 MAIN_TREE = ("src", "tests", "utils", "setup.py", "pyproject.toml", "Makefile")
@@ -71,6 +76,7 @@ def build(bundle: Path, cache: Path, checkout: Path | None) -> None:
     device += [option for platform in DEVICE_PLATFORMS for option in ("--platform", platform)]
     _pip("download", "--dest", cache / "device", *device, *requirements)
     _pip("download", "--dest", cache / "host", "--only-binary", ":all:", *requirements)
+    _pip("download", "--dest", cache / "host", "--only-binary", ":all:", "--no-deps", *IMAGE_ON_TORCH, "psutil")
     # The project's wheel from this build: pip download keeps a file of the same name it fetched before.
     for wheel in [*project.glob("*.whl"), *(cache / "device").glob("*.whl"), *(cache / "host").glob("*.whl")]:
         if wheel_name(wheel) not in IMAGE_PROVIDES and not (bundle / wheel.name).exists():
