@@ -32,6 +32,7 @@ left() { echo $((BUDGET_S - (SECONDS - STARTED))); }
 say() { echo "gpu_run: [$((SECONDS - STARTED)) s] $*"; }
 
 say "budget ${BUDGET_S} s; $PYTHON; bundle $BUNDLE"
+[[ -d $BUNDLE ]] || { say "no bundle at $BUNDLE: run make gpu-bundle where PyPI is reachable, and carry it"; exit 2; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || say "no nvidia-smi"
 timeout "$INSTALL_S" "$PYTHON" -m tools.gpu_bundle install "$BUNDLE" || { say "install failed"; exit 2; }
 say "installed"

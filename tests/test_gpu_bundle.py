@@ -3,9 +3,10 @@
 A fresh venv gets torch alone, from where the Makefile installs it, then a stand-in for the GPU
 machine's image (its pinned transformers and the compiled packages the bundle leaves to it, from the
 bundle's download cache); then `benchmarks/gpu_run.sh` installs the bundle offline and runs until
-gpu_scale.sh's "no CUDA device". The venv is built once per session: about 60 s on 2 shared cores,
-most of it torch's install. Skipped until `make gpu-bundle` has made the bundle (`make
-gpu-bundle-check` makes it and runs these).
+gpu_scale.sh's "no CUDA device". The venv of torch and the stand-in image is built once and kept in
+the bundle's cache (112 to 230 s on 2 shared cores, most of it torch's install); each session puts it
+back as it was and installs the bundle again: the four tests take about 65 s then. Skipped until
+`make gpu-bundle` has made the bundle (`make gpu-bundle-check` makes it and runs these).
 """
 
 from __future__ import annotations
