@@ -2,7 +2,10 @@
 # Everything a lent GPU machine is for, in one command (issue 35), on a bare machine with the bundle
 # that `make gpu-bundle` gathered carried along:
 #
-#   benchmarks/gpu_run.sh [BUNDLE]      # BUNDLE: .gpu-bundle; results under $OUT, else ./gpu-run
+#   benchmarks/gpu_run.sh [BUNDLE [GPU_SCALE_ARGS...]]   # BUNDLE: .gpu-bundle; results under $OUT, else ./gpu-run
+#
+# A second try can aim at what the first left out: `MAIN_SUBSET_S=0 benchmarks/gpu_run.sh .gpu-bundle
+# --group regional-compile --group sync-rules-compiled` (GPU_SCALE_ARGS go to gpu_scale.sh).
 #
 # Within BUDGET_S seconds (default 400: with the machine's start and the transfers, under 8 minutes
 # of device time, which leaves a second try in the 15), stage by stage:
@@ -19,6 +22,7 @@
 set -uo pipefail
 source "$(dirname "$0")/gpu_python.sh"
 BUNDLE=$(realpath "${1:-.gpu-bundle}")
+(($#)) && shift
 BUDGET_S=${BUDGET_S:-400}
 MAIN_SUBSET_S=${MAIN_SUBSET_S:-90}
 INSTALL_S=60
@@ -40,12 +44,13 @@ say "installed"
 scale_s=$(($(left) - MAIN_SUBSET_S))
 say "gpu_scale: ${scale_s} s"
 # gpu_scale's own budget stops starting cases in time; the timeout, 20 s later, is for a case that overruns.
-OUT=$RUN timeout --kill-after=5 $((scale_s + 20)) benchmarks/gpu_scale.sh --budget "$scale_s"
+OUT=$RUN timeout --kill-after=5 $((scale_s + 20)) benchmarks/gpu_scale.sh --budget "$scale_s" "$@"
 status=$?
 if [[ $status == 2 ]]; then say "gpu_scale.sh stopped before measuring (exit 2): nothing else can run"; exit 2; fi
 say "gpu_scale: exit $status"
 if [[ -e $RUN/gpu-evidence.md ]]; then mv "$RUN/gpu-evidence.md" "$OUT/gpu-evidence.md"; fi
 
+if ((MAIN_SUBSET_S == 0)); then say "main subset: not asked for (MAIN_SUBSET_S=0)"; exit $status; fi
 if [[ ! -e $BUNDLE/diffusers-main.tar.gz ]]; then
     say "main subset: not run, the bundle has no diffusers-main.tar.gz (make gpu-bundle CHECKOUT=...)"; exit $status
 fi

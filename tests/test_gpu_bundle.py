@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from packaging import tags
+from packaging.utils import parse_wheel_filename
 
-from tools.gpu_bundle import IMAGE_COMPILED, IMAGE_ON_TORCH, IMAGE_PINS, PROJECT, canonical_name
+from tools.gpu_bundle import DEVICE_PLATFORMS, IMAGE_COMPILED, IMAGE_ON_TORCH, IMAGE_PINS, PROJECT, canonical_name
 from tools.torch_index import CPU_INDEX, local_cpu_build
 
 BUNDLE = PROJECT / ".gpu-bundle"
@@ -110,3 +112,15 @@ def test_the_bundle_and_the_working_tree_fit_what_the_device_tool_carries() -> N
     tree = sum((PROJECT / name).stat().st_size for name in tracked.decode().split("\0") if (PROJECT / name).is_file())
     bundle = sum(path.stat().st_size for path in BUNDLE.iterdir())
     assert tree + bundle < CARRY_LIMIT / 2, f"{tree / 2**20:.1f} MiB of tree, {bundle / 2**20:.1f} MiB of bundle"
+
+
+def test_every_package_the_bundle_carries_has_a_wheel_for_the_gpu_machines_python() -> None:
+    device = {
+        *tags.cpython_tags((3, 12), platforms=DEVICE_PLATFORMS),
+        *tags.compatible_tags((3, 12), platforms=DEVICE_PLATFORMS),
+    }
+    carried: dict[str, bool] = {}
+    for wheel in BUNDLE.glob("*.whl"):
+        name, _, _, wheel_tags = parse_wheel_filename(wheel.name)
+        carried[name] = carried.get(name, False) or not device.isdisjoint(wheel_tags)
+    assert [name for name, fits in carried.items() if not fits] == []
