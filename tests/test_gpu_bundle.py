@@ -6,7 +6,7 @@ bundle's download cache); then `benchmarks/gpu_run.sh` installs the bundle offli
 gpu_scale.sh's "no CUDA device". The venv of torch and the stand-in image is built once and kept in
 the bundle's cache (112 to 230 s on 2 shared cores, most of it torch's install); each session puts it
 back as it was and installs the bundle again: the four tests take about 65 s then. Skipped until
-`make gpu-bundle` has made the bundle (`make gpu-bundle-check` makes it and runs these).
+`make gpu-bundle` has made the bundle; `make gpu-bundle-check` runs them alone.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ IMAGE_WHEELS = PROJECT / ".gpu-bundle-cache" / "host"
 # What the device tool carries at most: the working tree and the carried paths together.
 CARRY_LIMIT = 64 * 2**20
 
-pytestmark = pytest.mark.skipif(not BUNDLE.is_dir(), reason="no .gpu-bundle: `make gpu-bundle-check` makes it")
+pytestmark = pytest.mark.skipif(not BUNDLE.is_dir(), reason="no .gpu-bundle: `make gpu-bundle` makes it")
 
 
 @pytest.fixture(scope="session")
