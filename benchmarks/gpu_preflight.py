@@ -8,8 +8,9 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+from tools.gpu_bundle import DIFFUSERS
+
 NEEDED = ("torch", "diffusers", "transformers", "libcst", "typer", "rich")
-DIFFUSERS = "0.42.1"  # the QwenImage fixture case (DIF001/qwenimage_rope_pr13406) patches this release's file
 
 
 def main(argv: list[str]) -> int:

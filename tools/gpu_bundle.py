@@ -34,9 +34,11 @@ DEVICE_PLATFORMS = (
     "manylinux2014_x86_64",
     "manylinux1_x86_64",
 )
+# The release the QwenImage fixture case (DIF001/qwenimage_rope_pr13406) patches and the real-scale groups rewrite.
+DIFFUSERS = "0.42.1"
 # What the run installs besides this project: the main subset's targets come from diffusers main's tests, which
 # import the last four (the image has pytest; it is carried all the same, like the other small pure-Python ones).
-REQUIREMENTS = ("diffusers==0.42.1", "pytest", "parameterized", "requests-mock", "ftfy")
+REQUIREMENTS = (f"diffusers=={DIFFUSERS}", "pytest", "parameterized", "requests-mock", "ftfy")
 # The image's versions (its pip list as read there in 2026-11; the 2026-12-04 run saw the same
 # transformers and huggingface_hub): resolving against them keeps the carried wheels compatible with
 # what stays installed there.
