@@ -109,9 +109,9 @@ GROUPS = (
 RUN_AGAIN = (
     "## Run it again",
     "",
-    "Here, with PyPI: `make gpu-bundle CHECKOUT=path/to/diffusers-main` gathers what a bare GPU machine lacks into",
-    "`.gpu-bundle/` (ignored by git; about 20 MiB); `make gpu-bundle-check` tries it in a fresh venv. On the GPU",
-    "machine, from the checkout's root, with `.gpu-bundle/` carried along, one command, 400 s at most:",
+    "Here, with PyPI: `make gpu-bundle CHECKOUT=path/to/diffusers-main` gathers what a bare GPU machine lacks",
+    "into `.gpu-bundle/` (ignored by git; about 20 MiB); `make gpu-bundle-check` tries it in a venv of torch alone.",
+    "On the GPU machine, from the checkout's root, with `.gpu-bundle/` carried along, one command, 400 s at most:",
     "",
     "```",
     "bash benchmarks/gpu_run.sh .gpu-bundle",

@@ -20,6 +20,6 @@ source "$(dirname "$0")/gpu_python.sh"
 REPORTS=${OUT:-$ROOT/docs}
 mkdir -p "$REPORTS"
 
-"$PYTHON" -m benchmarks.gpu_preflight gpu_scale || exit 2
+"$PYTHON" -m benchmarks.gpu_preflight gpu_scale "$@" || exit 2
 
 exec "$PYTHON" -m benchmarks.gpu_scale --out "$REPORTS" "$@"

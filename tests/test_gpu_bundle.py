@@ -22,6 +22,7 @@ import torch
 from packaging import tags
 from packaging.utils import parse_wheel_filename
 
+from benchmarks.gpu_scale import GROUPS
 from tools.gpu_bundle import DEVICE_PLATFORMS, IMAGE_COMPILED, IMAGE_ON_TORCH, IMAGE_PINS, PROJECT, canonical_name
 from tools.torch_index import CPU_INDEX, local_cpu_build
 
@@ -75,14 +76,20 @@ def canonical(requirement: str) -> str:
     return f"{canonical_name(name)}=={version}"
 
 
+def _gpu_run(python: Path, out: Path, *arguments: str, **environment: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [PROJECT / "benchmarks" / "gpu_run.sh", BUNDLE, *arguments],
+        env={**os.environ, "PYTHON": str(python), "OUT": str(out), **environment},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 @pytest.fixture(scope="session")
 def gpu_run(image_python: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
     out = tmp_path_factory.mktemp("gpu-run-out")
-    environment = {**os.environ, "PYTHON": str(image_python), "OUT": str(out)}
-    done = subprocess.run(
-        [PROJECT / "benchmarks" / "gpu_run.sh", BUNDLE], env=environment, capture_output=True, text=True, check=False
-    )
-    return done, out
+    return _gpu_run(image_python, out), out
 
 
 def test_gpu_run_installs_the_bundle_offline_and_stops_at_no_cuda_device(gpu_run) -> None:
@@ -124,3 +131,19 @@ def test_every_package_the_bundle_carries_has_a_wheel_for_the_gpu_machines_pytho
         name, _, _, wheel_tags = parse_wheel_filename(wheel.name)
         carried[name] = carried.get(name, False) or not device.isdisjoint(wheel_tags)
     assert [name for name, fits in carried.items() if not fits] == []
+
+
+def test_a_budget_smaller_than_every_cap_skips_every_group_and_leaves_the_files_where_docs_keeps_them(
+    image_python: Path, tmp_path: Path
+) -> None:
+    # 70 s less the install leave gpu_scale less than its smallest group's smallest cap (75 s): nothing is
+    # measured (`--device cpu` passes the preflight here), and every file is where the integrator copies from.
+    done = _gpu_run(image_python, tmp_path, "--device", "cpu", BUDGET_S="70", MAIN_SUBSET_S="0")
+    (run,) = tmp_path.glob("gpu-runs/*")
+    evidence = tmp_path / "gpu-evidence.md"
+    assert (done.returncode, sorted(p.name for p in run.iterdir()), evidence.is_file()) == (
+        0,
+        ["gpu-run.log", "gpu-scale.json"],
+        True,
+    ), done.stdout[-3000:]
+    assert evidence.read_text().count("Not run: skipped for time") == len(GROUPS)
