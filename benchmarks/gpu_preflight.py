@@ -1,9 +1,9 @@
 """Before a GPU run: the packages it needs are there, torch sees a CUDA device, and diffusers is the release the fixture patches.
 
-python -m benchmarks.gpu_preflight NAME [RUN_ARGS...]   # NAME prefixes the messages; exit 2 with one line when a check fails
+python -m benchmarks.gpu_preflight NAME [RUN_ARGS...]
 
-RUN_ARGS are the run's own arguments: with `--device cpu` (gpu_scale's machinery tried at a toy size) no CUDA
-device is asked for.
+NAME prefixes the messages; exit 2 with one line when a check fails. RUN_ARGS are the run's own
+arguments: with `--device cpu` (gpu_scale's machinery tried without a GPU) no CUDA device is asked for.
 """
 
 from __future__ import annotations
