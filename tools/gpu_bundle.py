@@ -78,6 +78,7 @@ def build(bundle: Path, cache: Path, checkout: Path | None) -> None:
     device += [option for platform in DEVICE_PLATFORMS for option in ("--platform", platform)]
     _pip("download", "--dest", cache / "device", *device, *requirements)
     _pip("download", "--dest", cache / "host", "--only-binary", ":all:", *requirements)
+    # psutil: accelerate's, the one dependency of it the resolution above does not bring.
     _pip("download", "--dest", cache / "host", "--only-binary", ":all:", "--no-deps", *IMAGE_ON_TORCH, "psutil")
     # The project's wheel from this build: pip download keeps a file of the same name it fetched before.
     for wheel in [*project.glob("*.whl"), *(cache / "device").glob("*.whl"), *(cache / "host").glob("*.whl")]:
