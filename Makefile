@@ -21,7 +21,7 @@ PYTEST_WORKERS ?= auto
 # On 2 shared cores, two torch threads give 100x latency spikes.
 export OMP_NUM_THREADS := 1
 
-.PHONY: install demo test lint benchmark sweep browser verify-main tag clean
+.PHONY: install demo test lint benchmark sweep browser verify-main gpu-bundle gpu-bundle-check tag clean
 
 install: $(STAMP)
 
@@ -90,6 +90,18 @@ verify-main: install
 	@test -n "$(CHECKOUT)" || { echo "usage: make verify-main CHECKOUT=path/to/diffusers [VERIFY_ARGS=...]"; exit 2; }
 	$(BIN)/python benchmarks/verify_main.py $(CHECKOUT) --out verify-main -- $(VERIFY_ARGS)
 
+# What a lent GPU machine lacks for benchmarks/gpu_run.sh, gathered into .gpu-bundle/ for the device tool to carry
+# (docs/gpu-evidence.md); CHECKOUT=path/to/diffusers-main adds that checkout for the main-subset stage.
+gpu-bundle: install
+	$(BIN)/python -m tools.gpu_bundle build .gpu-bundle $(if $(CHECKOUT),--checkout $(CHECKOUT))
+
+# The bundle installed into a venv that holds only torch and a stand-in for the GPU machine's image, then gpu_run.sh
+# as far as a machine without CUDA lets it go (about a minute; the venv's first build, 2 to 4 more). It checks the
+# bundle as it is, so as not to remake one gathered with CHECKOUT without it.
+gpu-bundle-check: install
+	@test -d .gpu-bundle || { echo "no .gpu-bundle: make gpu-bundle [CHECKOUT=...] first"; exit 2; }
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 0 tests/test_gpu_bundle.py
+
 # A release: the version in pyproject.toml, as the annotated tag vX.Y.Z on the release commit (then
 # `git push origin vX.Y.Z`). The pre-commit `rev:`, the bot workflow's CODEMOD_REF and the docs' pip lines name it.
 VERSION = $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
@@ -97,4 +109,4 @@ tag:
 	git tag -a v$(VERSION) -m "diffusers-codemod $(VERSION)"
 
 clean:
-	rm -rf $(VENV) .venv-bench demo verify-main .codemod_cache .pytest_cache
+	rm -rf $(VENV) .venv-bench demo verify-main .codemod_cache .pytest_cache .gpu-bundle .gpu-bundle-cache gpu-run

@@ -74,7 +74,7 @@ def measure_case(
             modes.append(_measure_mode(built.workload, mode, how, cold_ms, device, scale, roots, trace_stem))
         except Exception as error:  # noqa: BLE001  the eager numbers stand; the compiled mode reports why it has none
             modes.append({"mode": mode, "error": f"{type(error).__name__}: {str(error).strip()[:300]}"})
-    return {
+    result = {
         "case": case.name,
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else device.type,
         "scale": scale.to_dict(),
@@ -83,6 +83,11 @@ def measure_case(
         "lines": lines,
         "functions": functions,
     }
+    # Freed before the worker lets the other tree's worker build: two Qwen-Image transformers at the released
+    # 60 layers (41 GB each in bf16) do not fit an H100's 80 GB together.
+    del built
+    _release_memory(device)
+    return result
 
 
 def _release_memory(device: torch.device) -> None:
