@@ -63,7 +63,7 @@ while read -r file; do paths+=(--path "$MAIN/src/diffusers/$file"); done < bench
 subset() {  # device, seconds
     say "main subset on $1: $2 s"
     # Neither the checkout's own tests nor its repository checks: their tools are not installed there.
-    (cd "$MAIN" && timeout --kill-after=5 "$2" "$PYTHON" -m codemods verify src/diffusers --device "$1" --no-tests \
+    (cd "$MAIN" && timeout --kill-after=5 "$2" "$PYTHON" -m codemod_cli verify src/diffusers --device "$1" --no-tests \
         --no-repo-checks --python "$PYTHON" --select DIF001,DIF002,DIF005,DIF006 "${paths[@]}" \
         --json "$RUN/main-subset.$1.json" --markdown "$RUN/main-subset.$1.md")
     say "main subset on $1: exit $?"
