@@ -8,6 +8,7 @@ from dataclasses import replace
 from codemods.analysis.block_stacks import REPEATED_BLOCKS, UNREADABLE, existing_list, is_model_class
 from codemods.analysis.model_graph import ModuleGraph, builders, denoising, factory_blocks, lineage, module_graph
 from codemods.class_attribute_edits import ClassAttributeEdits, ClassAttributePlacement
+from codemods.discovery import DEPRECATED_REASON
 from codemods.findings import Finding, FixSafety
 from codemods.gated_tests import tests_turned_on
 from codemods.project import ProjectIndex, TreeInfo
@@ -202,6 +203,13 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
         pipeline = next((tree.per_step[n] for n in names if n in tree.per_step), None)
         if pipeline is not None:
             return pipeline, None
+        deprecated = next((tree.deprecated_per_step[n] for n in names if n in tree.deprecated_per_step), None)
+        if deprecated is not None:
+            return None, (
+                f"the only pipelines that call `{model}` in their denoising loop (`{deprecated}`) are under "
+                f"pipelines/deprecated/, which the tool leaves alone ({DEPRECATED_REASON}): no maintained "
+                "pipeline shows that it runs once per denoising step"
+            )
         if not tree.pipelines:
             return None, f"no pipeline in the tree shows that `{model}` runs once per denoising step"
         if any(n in tree.registered for n in names) or builders(index, self.code, model):
