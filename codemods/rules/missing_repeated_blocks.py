@@ -72,7 +72,10 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
     upsamplers, condition embedders) or that is only built inside another model
     (`TransformerTemporalModel`, the children of `AceStepConditionEncoder`) gets nothing; where the
     tree has no pipeline that says (a single file, a fork with only models), or none uses the model
-    (one used only by modular pipelines), it is reported without a fix. Stacks of `nn.Linear`/torch
+    (one used only by modular pipelines), it is reported without a fix. So is a model only pipelines
+    under `pipelines/deprecated/` call per step (ControlNet-XS, UNet3D, I2VGenXL, UVit2D,
+    `Transformer2DModel` in VQ-Diffusion): the tool leaves those pipelines alone, and no maintained
+    code shows the model runs per step. Stacks of `nn.Linear`/torch
     modules and of whole models (`Multi*ControlNetModel.nets`) are left alone. Reported without a
     fix: stacks of a wrapper around several block classes, of a class held in a variable, or of a
     class whose name cannot be resolved in the file; a factory whose returned classes cannot be read;
