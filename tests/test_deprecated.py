@@ -93,6 +93,19 @@ def test_a_copy_of_deprecated_code_cited_with_a_slash_is_declined_with_the_reaso
     assert live.read_text() == copied
 
 
+def test_the_reason_names_the_findings_own_copy_and_not_a_sibling_copy(checkout: Path) -> None:
+    # As diffusers main's AnimateDiff SparseCtrl and SDXL both copy a deprecated `decode_latents`:
+    # each one's decline names its own file, not the sibling that sorts first.
+    sibling = checkout / "src" / "diffusers" / "pipelines" / "alpha.py"
+    sibling.write_text(
+        SOURCE.replace("class Pipe:", "# Copied from diffusers.pipelines.deprecated.old.Pipe\nclass Pipe:")
+    )
+    live, _ = _live_copy_of(checkout, "pipelines.deprecated.old.Pipe")
+    findings = run(RunOptions(paths=(checkout / "src",), jobs=1)).findings
+    reasons = {Path(f.path).name: f.not_fixed_reason for f in findings}
+    assert reasons["live.py"].startswith(f"`Pipe` in {live} is `# Copied from` `Pipe` in {_deprecated(checkout)};")
+
+
 def test_a_copy_whose_source_the_tree_does_not_define_is_declined_with_the_reason(checkout: Path) -> None:
     live, copied = _live_copy_of(checkout, "pipelines.gone.Pipe")
     (finding,) = run(RunOptions(paths=(checkout / "src",), jobs=1)).findings

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from codemods.engine.discovery import DEPRECATED_REASON
 from codemods.findings import Finding
 from codemods.project.copies import CopyPair, copy_relations
 from codemods.project.facts import CopyBlock
+from codemods.project.frozen import DEPRECATED_REASON
 from codemods.project.index import ProjectIndex
 
 
@@ -60,7 +60,9 @@ def copy_decline(index: ProjectIndex, finding: Finding, in_run: Collection[str],
     pairs, unfound = fix_copy_relations(index, finding)
     if unfound:
         return unfound_reason(unfound)
-    for pair in sorted(pairs):  # sorted: the reason must not depend on hash order
+    # Sorted, so the reason does not depend on hash order; the pairs the finding's own file is a member of
+    # first, so the reason names the relation that binds it (a sibling copy's pair says nothing of this file).
+    for pair in sorted(pairs, key=lambda p: (finding.path not in (p.copy_path, p.source_path), p)):
         if reason := unchangeable_reason(pair, in_run, frozen):
             return reason
     return None

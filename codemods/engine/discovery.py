@@ -12,14 +12,6 @@ from codemods.errors import UsageError
 # existing files" there. Those files are still scanned (other files' findings need their facts, and
 # the summary counts what was skipped), but nothing there is fixed or reported unless the target's
 # `[tool.codemod] include-deprecated = true` says so; the bot never proposes there at all.
-DEPRECATED_REASON = "diffusers accepts no changes to pipelines/deprecated/"
-
-
-def is_deprecated_pipeline(module: str) -> bool:
-    """`diffusers.pipelines.deprecated.*` (or the same place in a package of another name)."""
-    return module.split(".")[1:3] == ["pipelines", "deprecated"]
-
-
 # Never descended into: tool and VCS state, virtual environments, build output.
 _SKIPPED_DIRECTORIES = {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".nox", "build", "dist"}
 

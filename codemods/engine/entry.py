@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from codemods.engine.cache import ScanCache, digest
 from codemods.engine.copy_declines import copy_decline
-from codemods.engine.discovery import discover, is_deprecated_pipeline
+from codemods.engine.discovery import discover
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
 from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
 from codemods.errors import RunAborted, UsageError
@@ -28,6 +28,7 @@ from codemods.findings import FileError, Finding, FixSafety
 from codemods.project.config import Config, find_pyproject, load_config
 from codemods.project.facts import FileFacts
 from codemods.project.files import SourceText, WriteRefused, write_atomically
+from codemods.project.frozen import is_deprecated_pipeline
 from codemods.project.index import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemods.engine.discovery import DEPRECATED_REASON
 from codemods.findings import FileError, Finding
+from codemods.project.frozen import DEPRECATED_REASON
 from codemods.rules.base import Rule
 
 if TYPE_CHECKING:

@@ -2,7 +2,8 @@
 
 Source files read and written as Python does (`files`), per-file facts and their cross-file index
 (`facts`, `index`), `# Copied from` groups (`copies`), `[tool.codemod]` (`config`), the checkout's tests
-a class attribute turns on (`gated_tests`), user paths inside a tree, and the target's pinned tools.
+a class attribute turns on (`gated_tests`), what diffusers accepts no changes to (`frozen`), user paths
+inside a tree, and the target's pinned tools.
 
 May import: codemods
 """

@@ -9,6 +9,7 @@ from codemods.analysis.models.block_stacks import REPEATED_BLOCKS, UNREADABLE, e
 from codemods.analysis.models.model_graph import ModuleGraph, builders, denoising, factory_blocks, lineage, module_graph
 from codemods.edits.class_attributes import ClassAttributeEdits, ClassAttributePlacement
 from codemods.findings import Finding, FixSafety
+from codemods.project.frozen import DEPRECATED_REASON
 from codemods.project.gated_tests import tests_turned_on
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
@@ -71,7 +72,10 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
     upsamplers, condition embedders) or that is only built inside another model
     (`TransformerTemporalModel`, the children of `AceStepConditionEncoder`) gets nothing; where the
     tree has no pipeline that says (a single file, a fork with only models), or none uses the model
-    (one used only by modular pipelines), it is reported without a fix. Stacks of `nn.Linear`/torch
+    (one used only by modular pipelines), it is reported without a fix. So is a model only pipelines
+    under `pipelines/deprecated/` call per step (ControlNet-XS, UNet3D, I2VGenXL, UVit2D,
+    `Transformer2DModel` in VQ-Diffusion): the tool leaves those pipelines alone, and no maintained
+    code shows the model runs per step. Stacks of `nn.Linear`/torch
     modules and of whole models (`Multi*ControlNetModel.nets`) are left alone. Reported without a
     fix: stacks of a wrapper around several block classes, of a class held in a variable, or of a
     class whose name cannot be resolved in the file; a factory whose returned classes cannot be read;
@@ -202,6 +206,13 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
         pipeline = next((tree.per_step[n] for n in names if n in tree.per_step), None)
         if pipeline is not None:
             return pipeline, None
+        deprecated = next((tree.deprecated_per_step[n] for n in names if n in tree.deprecated_per_step), None)
+        if deprecated is not None:
+            return None, (
+                f"the only pipelines that call `{model}` in their denoising loop (`{deprecated}`) are under "
+                f"pipelines/deprecated/, which the tool leaves alone ({DEPRECATED_REASON}): no maintained "
+                "pipeline shows that it runs once per denoising step"
+            )
         if not tree.pipelines:
             return None, f"no pipeline in the tree shows that `{model}` runs once per denoising step"
         if any(n in tree.registered for n in names) or builders(index, self.code, model):

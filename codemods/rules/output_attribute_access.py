@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from codemods.analysis.models.output_proof import OutputForm, output_form
 from codemods.analysis.models.output_reads import OutputRead, output_read
+from codemods.analysis.values.unpacked_keys import unpacked_keys
 from codemods.edits.call_layout import Layout, add_keyword_argument, argument_layout
 from codemods.findings import Edit, Finding, FixSafety
 from codemods.lazy import libcst as cst
@@ -78,8 +79,11 @@ class OutputAttributeAccess(Rule):
     and that tuple's first item is the value its output dataclass stores in the field read (or,
     for every class alike, returns that value itself: then no `[0]`; classes that differ in the
     form are reported without a fix).
-    Calls with `*args`/`**kwargs` (which may already carry `return_dict`) are reported without a
-    fix. `.sample(...)` method calls (`latent_dist.sample(generator)`) and fields other than the
+    A call that unpacks `**name` is fixed only where the function proves which keys the dict can
+    hold and `return_dict` is not one of them: one assignment of a dict display with string keys,
+    or of a call to a method of the same class that returns such a local (a pipeline's
+    `prepare_extra_step_kwargs`: `eta`, `generator`), then only `name["key"] = ...` stores.
+    Calls with `*args`, or a `**` dict built any other way, are reported without a fix. `.sample(...)` method calls (`latent_dist.sample(generator)`) and fields other than the
     first (`.pred_original_sample`) are never touched. A function's reads of one callee change
     together or not at all: if one cannot be fixed, the others are reported without a fix.
     A model reading its own method's output (`self._decode(z).sample` in `decode`) is reported
@@ -119,7 +123,8 @@ class OutputAttributeAccess(Rule):
             # The layout if the callee returns the value itself under `return_dict=False` (no `[0]`).
             bare_layout = argument_layout(source, read.call, _ADDED, tree.line_length, statement, "", rest)
             scope = enclosing(ancestors, (ast.FunctionDef, ast.AsyncFunctionDef))
-            sites.append(_Site(read, scope, layout, bare_layout, _why_no_fix(read.call, layout)))
+            owner = enclosing(ancestors, ast.ClassDef)
+            sites.append(_Site(read, scope, layout, bare_layout, _why_no_fix(read.call, layout, scope, owner)))
         for group in _by_callee(sites):
             _all_or_none(group, source)
             requires = tuple(
@@ -234,9 +239,17 @@ class _Site:
     blocker: str | None  # why this site cannot be fixed (None: it can)
 
 
-def _why_no_fix(call: ast.Call, layout: Layout | None) -> str | None:
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        return "the call forwards `*args`/`**kwargs`, which may already carry `return_dict`"
+def _why_no_fix(call: ast.Call, layout: Layout | None, scope: ast.AST | None, owner: ast.AST | None) -> str | None:
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return "the call forwards `*args`, which may already carry `return_dict`"
+    for unpacked in (k.value for k in call.keywords if k.arg is None):
+        if not isinstance(unpacked, ast.Name) or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return f"the call forwards `**{ast.unparse(unpacked)}`, which may already carry `return_dict`"
+        keys = unpacked_keys(unpacked.id, scope, owner if isinstance(owner, ast.ClassDef) else None)
+        if keys is None:
+            return f"the call forwards `**{unpacked.id}`, which may already carry `return_dict`: no dict of known keys is built for it here"
+        if "return_dict" in keys:
+            return f"the call forwards `**{unpacked.id}`, which carries `return_dict`"
     if any(
         k.arg == "return_dict" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
         for k in call.keywords

@@ -44,12 +44,24 @@ def test_what_runs_before_the_loop_is_registered_but_not_per_step() -> None:
 
 def test_the_tree_summary_names_a_pipeline_for_each_per_step_class() -> None:
     pipelines = [
-        PipelineComponents("A", ("Unet", "Vae"), ("Unet",)),
-        PipelineComponents("B", ("Upsampler",), ()),
+        (PipelineComponents("A", ("Unet", "Vae"), ("Unet",)), False),
+        (PipelineComponents("B", ("Upsampler",), ()), False),
     ]
     summary = Denoising.of(pipelines)
     assert (summary.per_step, summary.registered, summary.pipelines) == (
         {"Unet": "A"},
         {"Unet": "A", "Vae": "A", "Upsampler": "B"},
         2,
+    )
+
+
+def test_a_class_only_deprecated_pipelines_call_per_step_is_kept_apart() -> None:
+    pipelines = [
+        (PipelineComponents("Maintained", ("Unet",), ("Unet",)), False),
+        (PipelineComponents("Deprecated", ("Unet", "Unet3D"), ("Unet", "Unet3D")), True),
+    ]
+    summary = Denoising.of(pipelines)
+    assert (summary.per_step, summary.deprecated_per_step) == (
+        {"Unet": "Maintained"},
+        {"Unet": "Deprecated", "Unet3D": "Deprecated"},
     )

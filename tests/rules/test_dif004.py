@@ -136,3 +136,45 @@ def test_a_callee_that_may_return_either_form_is_reported_without_a_fix(tmp_path
     assert [(f.fix, f.not_fixed_reason) for f in findings] == [
         (None, "the classes the callee may be return a tuple or the value itself under `return_dict=False`")
     ]
+
+
+_STEP_KWARGS = """
+class Scheduler:
+    def step(self, x, t, sample, eta=0.0, return_dict: bool = True):
+        if not return_dict:
+            return (x,)
+        return Output(prev_sample=x)
+
+
+class Pipe:
+    def __init__(self, scheduler: Scheduler):
+        self.register_modules(scheduler=scheduler)
+
+    def __call__(self, x, t, latents, eta):
+        extra_step_kwargs = {{"eta": eta}}
+        {store}
+        return self.scheduler.step(x, t, latents, **extra_step_kwargs).prev_sample
+"""
+
+
+def test_a_forwarded_dict_of_proved_keys_gets_return_dict_after_it(tmp_path: Path) -> None:
+    path = tmp_path / "pipeline.py"
+    path.write_text(_STEP_KWARGS.format(store="pass"))
+
+    result = _run(path, Mode.WRITE)
+
+    assert [f.fixed for f in result.findings] == [True]
+    assert path.read_text().splitlines()[-1] == (
+        "        return self.scheduler.step(x, t, latents, **extra_step_kwargs, return_dict=False)[0]"
+    )
+
+
+def test_a_forwarded_dict_that_stores_return_dict_is_reported_without_a_fix(tmp_path: Path) -> None:
+    path = tmp_path / "pipeline.py"
+    path.write_text(_STEP_KWARGS.format(store='extra_step_kwargs["return_dict"] = True'))
+
+    findings = _run(path).findings
+
+    assert [(f.fix, f.not_fixed_reason) for f in findings] == [
+        (None, "the call forwards `**extra_step_kwargs`, which carries `return_dict`")
+    ]

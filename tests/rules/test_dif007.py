@@ -263,3 +263,37 @@ def test_a_guard_whose_where_keeps_another_tensor_gets_no_can_go_note(tmp_path: 
     """
     [(line, message)] = _messages(tmp_path, code)
     assert line == 7 and message.endswith("use `torch.where`, or decide once, outside the per-call code")
+
+
+def _reported_lines(module: str, tmp_path: Path) -> dict[str, str]:
+    """The stripped source line of each DIF007 finding in an installed module, with its message."""
+    path = installed_copy(module, tmp_path)
+    lines = path.read_text().splitlines()
+    result = run(RunOptions(paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
+    return {lines[f.line - 1].strip(): f.message for f in result.findings}
+
+
+def test_an_element_of_a_sigmas_copy_moved_to_the_latents_device_is_read_every_step(tmp_path: Path) -> None:
+    # `sigmas_current = self.scheduler.sigmas.to(device=latents_packed.device)` before the loop.
+    reported = _reported_lines("pipelines/ltx/pipeline_ltx_i2v_long_multi_prompt.py", tmp_path)
+    message = reported["sigma_val = float(sigmas_current[i].item())"]
+    assert message.startswith(
+        "`sigmas_current[i].item()` copies a device value to the host: the host waits for the device every denoising step"
+    )
+
+
+def test_a_timestep_from_get_timesteps_slicing_the_schedule_handed_in_is_on_the_device(tmp_path: Path) -> None:
+    # CogVideoX video-to-video: `get_timesteps(n, timesteps, strength, device)` returns `timesteps[t_start * order :]`.
+    reported = _reported_lines("pipelines/cogvideo/pipeline_cogvideox_video2video.py", tmp_path)
+    (message,) = [m for line, m in reported.items() if "t.item()" in line]
+    assert message.startswith(
+        "`t.item()` copies a device value to the host: the host waits for the device every denoising step"
+    )
+
+
+def test_a_schedule_set_on_the_pipelines_own_execution_device_getter_is_on_the_device(tmp_path: Path) -> None:
+    # Cosmos 3 Omni: `device = self._get_execution_device()`, then `set_timesteps(n, device=device)`.
+    reported = _reported_lines("pipelines/cosmos/pipeline_cosmos3_omni.py", tmp_path)
+    assert reported["timestep = t.item()"].startswith(
+        "`t.item()` copies a device value to the host: the host waits for the device every denoising step"
+    )

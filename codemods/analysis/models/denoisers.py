@@ -115,21 +115,30 @@ def _classes(components: Iterable[str], types: dict[str, Types | None]) -> tuple
 
 @dataclass(frozen=True)
 class Denoising:
-    """The tree's pipelines, summed up: which classes some pipeline calls per step, and which it only registers."""
+    """The tree's pipelines, summed up: which classes some pipeline calls per step, and which it only registers.
 
-    per_step: dict[str, str]  # class -> a pipeline that calls it inside its denoising loop
+    A pipeline under `pipelines/deprecated/` is evidence of its own kind: diffusers accepts no changes
+    there and the tool leaves those files alone, so a model only such pipelines call per step is a
+    denoiser of code nobody maintains (ControlNet-XS, UNet3D, I2VGenXL, UVit2D, `Transformer2DModel`
+    in VQ-Diffusion on diffusers main).
+    """
+
+    per_step: dict[str, str]  # class -> a maintained pipeline that calls it inside its denoising loop
     registered: dict[str, str]  # class -> a pipeline that registers it
     pipelines: int
+    deprecated_per_step: dict[str, str]  # class -> a pipeline under pipelines/deprecated/ that calls it per step
 
     @classmethod
-    def of(cls, pipelines: Iterable[PipelineComponents]) -> Denoising:
+    def of(cls, pipelines: Iterable[tuple[PipelineComponents, bool]]) -> Denoising:
+        """From each pipeline and whether it lives under `pipelines/deprecated/`."""
         per_step: dict[str, str] = {}
+        deprecated_per_step: dict[str, str] = {}
         registered: dict[str, str] = {}
         count = 0
-        for pipeline in pipelines:
+        for pipeline, deprecated in pipelines:
             count += 1
             for name in pipeline.per_step:
-                per_step.setdefault(name, pipeline.pipeline)
+                (deprecated_per_step if deprecated else per_step).setdefault(name, pipeline.pipeline)
             for name in pipeline.registered:
                 registered.setdefault(name, pipeline.pipeline)
-        return cls(per_step, registered, count)
+        return cls(per_step, registered, count, deprecated_per_step)

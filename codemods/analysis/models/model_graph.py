@@ -28,6 +28,7 @@ from codemods.analysis.models.block_stacks import (
 )
 from codemods.analysis.models.denoisers import PIPELINE_TEXT, Denoising, PipelineComponents, pipeline_components
 from codemods.analysis.values.types import constructed_type
+from codemods.project.frozen import is_deprecated_pipeline
 from codemods.project.index import ProjectIndex
 from codemods.source import SourceFile, statements
 
@@ -261,8 +262,15 @@ def builders(index: ProjectIndex, code: str, name: str) -> list[str]:
 
 def denoising(index: ProjectIndex, code: str) -> Denoising:
     """What the tree's pipelines call per step (gathered from every file that registers components)."""
-    graphs = (graph_of(index, path, code) for path in index.paths_containing(PIPELINE_TEXT))
-    return Denoising.of(pipeline for graph in graphs if graph is not None for pipeline in graph.pipelines)
+    found: list[tuple[PipelineComponents, bool]] = []
+    for path in index.paths_containing(PIPELINE_TEXT):
+        graph = graph_of(index, path, code)
+        if graph is None:
+            continue
+        facts = index.facts(path)
+        deprecated = facts is not None and is_deprecated_pipeline(facts.module)
+        found.extend((pipeline, deprecated) for pipeline in graph.pipelines)
+    return Denoising.of(found)
 
 
 def lineage(index: ProjectIndex, name: str) -> list[str]:

@@ -28,6 +28,8 @@ def device_place(places: Placer, device: ast.expr) -> Place:
         return Place.UNKNOWN
     if isinstance(device, ast.Call) and dotted_name(device.func) == "torch.device" and device.args:
         return device_place(places, device.args[0])
+    if isinstance(device, ast.Call) and dotted_name(device.func) == "self._get_execution_device":
+        return Place.DEVICE  # Cosmos 3's own `_execution_device`: the device its models compute on
     if isinstance(device, ast.Attribute) and device.attr in ("device", "_execution_device"):
         owner = places.place(device.value)
         if owner.is_tensor:

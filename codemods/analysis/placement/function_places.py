@@ -26,7 +26,7 @@ from codemods.analysis.placement.call_places import call_place, splits
 from codemods.analysis.placement.device_places import device_place, may_be_on_device, set_timesteps_place
 from codemods.analysis.placement.place import Place, combine, join, parameter_place
 from codemods.analysis.schedules.schedule_calls import schedule_call
-from codemods.analysis.schedules.schedule_slices import timesteps_slice_receiver
+from codemods.analysis.schedules.schedule_slices import sliced_argument, timesteps_slice_receiver
 from codemods.analysis.values.binding_sites import Binding
 from codemods.analysis.values.bindings import FunctionBindings
 from codemods.source import dotted_name, self_attribute
@@ -161,6 +161,10 @@ class FunctionPlaces:
             receiver = timesteps_slice_receiver(self.cls.methods.get(method)) if position == 0 else None
             if receiver is not None:
                 return self._scheduler_timesteps_place(receiver)
+            # `timesteps, n = self.get_timesteps(n, timesteps, strength, device)`: a slice of the schedule handed in.
+            argument = sliced_argument(self.cls.methods.get(method), value) if position == 0 else None
+            if argument is not None:
+                return self.place(argument)
             # `latents, target_mask, shapes = self.prepare_latents(...)`: what the method's returns hold there.
             return self.cls.returned_item_place(method, position)
         place = self.place(value)
@@ -217,6 +221,10 @@ class FunctionPlaces:
             return self.cls.attribute_place(node.attr) if self.cls is not None else Place.UNKNOWN
         if _is_scheduler_timesteps(node):
             return self._scheduler_timesteps_attribute_place(node)
+        if node.attr == "sigmas" and _is_scheduler(node.value):
+            # A tensor wherever `set_timesteps` left it: `.to(device=...)` of it lands on that device (LTX's
+            # long multi-prompt loop reads `sigmas_current[i]` from such a copy).
+            return Place.TENSOR
         if isinstance(node.value, ast.Attribute) and node.value.attr == "config":
             return Place.PYTHON
         base = self.place(node.value)
@@ -253,8 +261,11 @@ class FunctionPlaces:
 
 
 def _is_scheduler_timesteps(node: ast.Attribute) -> bool:
-    return (
-        node.attr == "timesteps"
-        and isinstance(node.value, ast.Attribute | ast.Name)
-        and ((dotted_name(node.value) or "").rsplit(".", 1)[-1].endswith("scheduler"))
+    return node.attr == "timesteps" and _is_scheduler(node.value)
+
+
+def _is_scheduler(node: ast.expr) -> bool:
+    """`self.scheduler`, `scheduler`, `self.sound_scheduler`: a name or attribute naming a scheduler."""
+    return isinstance(node, ast.Attribute | ast.Name) and (dotted_name(node) or "").rsplit(".", 1)[-1].endswith(
+        "scheduler"
     )
