@@ -6,7 +6,6 @@ Each test opens the four PRs of the diffusers-like tree, moves `main` as a maint
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from bot_harness import (  # noqa: F401  (fixtures)
@@ -21,6 +20,7 @@ from bot_harness import (  # noqa: F401  (fixtures)
 )
 from diffusers_tree import EXPECTED_GROUPS, PACKAGE
 from github_double import GitHubDouble, push_branch
+from main_moves import apply_by_hand, edit_main, parent_of, pull_on, shift_down
 
 from bot.github.body import change_comment
 from bot.groups import FixGroup, Rewrite
@@ -38,34 +38,6 @@ PNDM_BRANCH = "codemod/dif004/pipelines-pndm"
 
 def outcomes(summary: RunSummary) -> dict[str, str]:
     return {g.branch: g.outcome.value for g in summary.groups} | {p.branch: p.outcome.value for p in summary.pulls}
-
-
-def pull_on(remote: GitHubDouble, branch: str):
-    return next(p for p in remote.pull_requests() if p.head_ref == branch)
-
-
-def apply_by_hand(remote: GitHubDouble, branch: str, path: str) -> str:
-    """A maintainer commits the bot's change of `path` to main themselves; returns that commit."""
-    return push_branch(remote.bare_repo, "main", {path: show(remote.bare_repo, branch, path)})
-
-
-def edit_main(remote: GitHubDouble, path: str, old: str, new: str) -> str:
-    text = show(remote.bare_repo, "main", path)
-    assert old in text
-    return push_branch(remote.bare_repo, "main", {path: text.replace(old, new, 1)})
-
-
-def shift_down(remote: GitHubDouble, path: str) -> str:
-    """An unrelated edit above every fix in `path`: two lines more at the top."""
-    return push_branch(
-        remote.bare_repo, "main", {path: "# Maintained by hand.\n\n" + show(remote.bare_repo, "main", path)}
-    )
-
-
-def parent_of(bare_repo: Path, branch: str) -> str:
-    return subprocess.run(
-        ["git", "--git-dir", str(bare_repo), "rev-parse", f"{branch}^"], capture_output=True, text=True, check=True
-    ).stdout.strip()
 
 
 def test_a_fix_applied_by_hand_closes_its_pr_naming_the_commit(remote: GitHubDouble, options: BotOptions) -> None:

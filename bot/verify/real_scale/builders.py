@@ -139,3 +139,12 @@ def scheduler_loop(
 
     workload.run = run
     return workload
+
+
+def guided_embeds(draw: Any, text: int, width: int, mask: str | None = None) -> dict[str, Any]:
+    """A CFG call's precomputed prompt and negative-prompt embeddings, with all-ones masks named
+    `prompt_<mask>` / `negative_prompt_<mask>` where the pipeline takes them."""
+    embeds = {"prompt_embeds": draw.randn(1, text, width), "negative_prompt_embeds": draw.randn(1, text, width)}
+    if mask is not None:
+        embeds |= {f"prompt_{mask}": draw.ones(1, text), f"negative_prompt_{mask}": draw.ones(1, text)}
+    return embeds

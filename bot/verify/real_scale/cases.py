@@ -93,24 +93,7 @@ def _sd3_medium(device: Any, scale: Scale) -> tuple[Any, str, int, int, Any]:
     from bot.verify.real_scale.builders import Inputs, released_model
 
     model, blocks = released_model("SD3Transformer2DModel", SD3_MEDIUM, {"num_layers": 24}, scale, device)
-    return model, blocks, _side(scale, 1024), _text(scale, SD3_TEXT_TOKENS), Inputs(device, model.dtype)
-
-
-def _side(scale: Scale, released: int) -> int:
-    return scale.pixels or released
-
-
-def _text(scale: Scale, usual: int) -> int:
-    return scale.text_tokens or usual
-
-
-def _guided_embeds(draw: Any, text: int, width: int, mask: str | None = None) -> dict[str, Any]:
-    """A CFG call's precomputed prompt and negative-prompt embeddings, with all-ones masks named
-    `prompt_<mask>` / `negative_prompt_<mask>` where the pipeline takes them."""
-    embeds = {"prompt_embeds": draw.randn(1, text, width), "negative_prompt_embeds": draw.randn(1, text, width)}
-    if mask is not None:
-        embeds |= {f"prompt_{mask}": draw.ones(1, text), f"negative_prompt_{mask}": draw.ones(1, text)}
-    return embeds
+    return model, blocks, scale.side(1024), scale.text(SD3_TEXT_TOKENS), Inputs(device, model.dtype)
 
 
 @case(
@@ -125,16 +108,16 @@ def _guided_embeds(draw: Any, text: int, width: int, mask: str | None = None) ->
 def qwen_pipeline(device: Any, scale: Scale) -> Built:
     from diffusers import FlowMatchEulerDiscreteScheduler
 
-    from bot.verify.real_scale.builders import Built, Inputs, pipeline_loop, released_model
+    from bot.verify.real_scale.builders import Built, Inputs, guided_embeds, pipeline_loop, released_model
 
     model, blocks = released_model("QwenImageTransformer2DModel", {}, {"num_layers": 60}, scale, device)
-    side, text = _side(scale, 1024), _text(scale, 128)
+    side, text = scale.side(1024), scale.text(128)
     draw = Inputs(device, model.dtype)
     scheduler = FlowMatchEulerDiscreteScheduler(
         use_dynamic_shifting=True, base_shift=0.5, max_shift=0.9, base_image_seq_len=256, max_image_seq_len=8192
     )
     tokens = (side // 16) ** 2
-    call = {**_guided_embeds(draw, text, 3584, mask="embeds_mask"), "latents": draw.randn(1, tokens, 64)}
+    call = {**guided_embeds(draw, text, 3584, mask="embeds_mask"), "latents": draw.randn(1, tokens, 64)}
     call.update(true_cfg_scale=4.0, height=side, width=side, num_inference_steps=scale.steps or 2)
     workload = pipeline_loop("QwenImagePipeline", {"transformer": model, "scheduler": scheduler}, call)
     return Built(workload, {"blocks": blocks, "input": f"{side}x{side} ({tokens} image tokens), {text} text tokens"})
@@ -152,11 +135,11 @@ def qwen_pipeline(device: Any, scale: Scale) -> Built:
 def sd3_pipeline(device: Any, scale: Scale) -> Built:
     from diffusers import FlowMatchEulerDiscreteScheduler
 
-    from bot.verify.real_scale.builders import Built, pipeline_loop
+    from bot.verify.real_scale.builders import Built, guided_embeds, pipeline_loop
 
     model, blocks, side, text, draw = _sd3_medium(device, scale)
     call = {
-        **_guided_embeds(draw, text, 4096),
+        **guided_embeds(draw, text, 4096),
         "pooled_prompt_embeds": draw.randn(1, 2048),
         "negative_pooled_prompt_embeds": draw.randn(1, 2048),
         "latents": draw.randn(1, 16, side // 8, side // 8),
@@ -181,14 +164,14 @@ def sd3_pipeline(device: Any, scale: Scale) -> Built:
 def sana_pipeline(device: Any, scale: Scale) -> Built:
     from diffusers import DPMSolverMultistepScheduler
 
-    from bot.verify.real_scale.builders import Built, Inputs, pipeline_loop, released_model
+    from bot.verify.real_scale.builders import Built, Inputs, guided_embeds, pipeline_loop, released_model
 
     model, blocks = released_model("SanaTransformer2DModel", {}, {"num_layers": 20}, scale, device)
-    side, text = _side(scale, 1024), _text(scale, 300)
+    side, text = scale.side(1024), scale.text(300)
     draw = Inputs(device, model.dtype)
     scheduler = DPMSolverMultistepScheduler(flow_shift=3.0, use_flow_sigmas=True, prediction_type="flow_prediction")
     call = {
-        **_guided_embeds(draw, text, 2304, mask="attention_mask"),
+        **guided_embeds(draw, text, 2304, mask="attention_mask"),
         "negative_prompt": None,  # its default "" would be encoded, and clash with the embeddings
         "latents": draw.randn(1, 32, side // 32, side // 32),
         "height": side,
@@ -240,7 +223,7 @@ def kandinsky5(device: Any, scale: Scale) -> Built:
     )
     frames = scale.frames or 121
     height, width = (scale.pixels, scale.pixels) if scale.pixels else (512, 768)
-    latent_frames, text = (frames - 1) // 4 + 1, _text(scale, 256)
+    latent_frames, text = (frames - 1) // 4 + 1, scale.text(256)
     draw = Inputs(device, model.dtype)
     inputs = {
         "hidden_states": draw.randn(1, latent_frames, height // 8, width // 8, 33),
@@ -270,7 +253,7 @@ def nucleusmoe(device: Any, scale: Scale) -> Built:
     from bot.verify.real_scale.builders import Built, Inputs, forwards, released_model
 
     model, blocks = released_model("NucleusMoEImageTransformer2DModel", {}, {"num_layers": 24}, scale, device)
-    side, text = _side(scale, 1024), _text(scale, 128)
+    side, text = scale.side(1024), scale.text(128)
     draw = Inputs(device, model.dtype)
     grid = side // 16
     inputs = {

@@ -30,6 +30,14 @@ class Scale:
     def to_dict(self) -> dict[str, object]:
         return dict(vars(self))
 
+    def side(self, released: int) -> int:
+        """The image side a case runs at: this scale's, else the case's released one."""
+        return self.pixels or released
+
+    def text(self, usual: int) -> int:
+        """The text length a case runs at: this scale's, else the case's usual one."""
+        return self.text_tokens or usual
+
 
 @dataclass(frozen=True)
 class CaseRun:
