@@ -21,7 +21,7 @@ PYTEST_WORKERS ?= auto
 # On 2 shared cores, two torch threads give 100x latency spikes.
 export OMP_NUM_THREADS := 1
 
-.PHONY: install demo test lint benchmark sweep browser verify-main tag clean
+.PHONY: install demo test lint benchmark sweep browser verify-main pin tag clean
 
 install: $(STAMP)
 
@@ -30,8 +30,10 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Everything: torch first (its CPU build, see TORCH above), then the project with all its extras.
+# --no-warn-conflicts on torch's step only: after `make demo`, diffusers is there without its dependencies until the
+# next step installs them, and pip would print an `ERROR:` about that passing state; the last step checks for real.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),$$($(BIN)/python -m tools.torch_index $(TORCH)))
+	$(BIN)/python -m pip install --quiet --no-warn-conflicts $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),$$($(BIN)/python -m tools.torch_index $(TORCH)))
 	$(BIN)/python -m pip install --quiet -e '.[verify,bot,dev]'
 	rm -f $(VENV)/.installed-* $(VENV)/.demo-*
 	# the full set-up holds everything the demo needs
@@ -90,8 +92,14 @@ verify-main: install
 	@test -n "$(CHECKOUT)" || { echo "usage: make verify-main CHECKOUT=path/to/diffusers [VERIFY_ARGS=...]"; exit 2; }
 	$(BIN)/python benchmarks/verify_main.py $(CHECKOUT) --out verify-main -- $(VERIFY_ARGS)
 
-# A release: the version in pyproject.toml, as the annotated tag vX.Y.Z on the release commit (then
-# `git push origin vX.Y.Z`). The pre-commit `rev:`, the bot workflow's CODEMOD_REF and the docs' pip lines name it.
+# Point every pin of the tool (the docs' pip lines and pre-commit `rev:`, the bot workflow's CODEMOD_REF,
+# PINNED_COMMIT) at one commit by its full SHA: HEAD, or COMMIT=REF. Commit the result (tests/test_pins.py checks them).
+COMMIT ?= HEAD
+pin:
+	$(BIN)/python -m tools.pin $(COMMIT)
+
+# A release process may also tag a commit: the version in pyproject.toml as the annotated tag vX.Y.Z (then
+# `git push origin vX.Y.Z`); where pushed, a tag works wherever the pinned SHA goes.
 VERSION = $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
 tag:
 	git tag -a v$(VERSION) -m "diffusers-codemod $(VERSION)"
