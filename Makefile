@@ -49,18 +49,15 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 
 DIFFUSERS_SRC = $(shell $(BIN)/python -c "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('diffusers').origin).parent)")
 
+# One engine run (tools/demo_summary.py) rewrites the copy and writes demo/fixes.diff and demo/remaining.txt; the
+# screen gets the findings by rule, the diff's first whole hunks and the most frequent reasons a fix was declined.
 demo: $(DEMO_STAMP)
 	rm -rf demo && mkdir -p demo/src
 	cp -r $(DIFFUSERS_SRC) demo/src/diffusers
 	find demo -name __pycache__ -prune -exec rm -rf {} +
 	# A checkout's formatter pin and ruff settings beside src/: line length and the formatter gate.
 	$(BIN)/python -m tools.checkout_layout demo
-	$(BIN)/codemod run --diff --unsafe-fixes demo/src/diffusers > demo/fixes.diff || true
-	@echo "--- the diff (demo/fixes.diff, first 60 lines) ---"; head -n 60 demo/fixes.diff
-	@echo "--- applying the fixes to demo/src/diffusers ---"
-	$(BIN)/codemod run --unsafe-fixes demo/src/diffusers > demo/remaining.txt || true
-	@echo "--- findings left after the fixes (a fresh --check), by rule; why each fix was declined: demo/remaining.txt ---"
-	$(BIN)/codemod run --check --format json demo/src/diffusers | $(BIN)/python -m tools.demo_summary
+	$(BIN)/python -m tools.demo_summary demo
 
 test: install
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope

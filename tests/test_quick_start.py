@@ -109,6 +109,6 @@ def test_the_full_set_up_installs_torch_before_the_project_with_all_extras(tmp_p
     installs = [line for line in make_dry_run("install", tmp_path) if "pip install" in line]
 
     assert installs[1:] == [
-        ".venv/bin/python -m pip install --quiet torch==2.13.0 $(.venv/bin/python -m tools.torch_index torch==2.13.0)",
+        ".venv/bin/python -m pip install --quiet --no-warn-conflicts torch==2.13.0 $(.venv/bin/python -m tools.torch_index torch==2.13.0)",
         ".venv/bin/python -m pip install --quiet -e '.[verify,bot,dev]'",
     ]
