@@ -285,6 +285,20 @@ def publish(
     _finish(summary, json_file)
 
 
+@bot_app.command(epilog=EXIT_CODES)
+def whoami(api_url: ApiUrl = "https://api.github.com") -> None:
+    """Print the login of GITHUB_TOKEN's user: the bot's login wherever --login is not given."""
+    require_extras("bot whoami", "bot")
+    from bot.github_api import ClientSettings, connect
+    from codemods.errors import UsageError
+
+    token = os.environ.get("GITHUB_TOKEN")
+    if not token:
+        raise UsageError("GITHUB_TOKEN is not set: `codemod bot whoami` asks GitHub whose token it is")
+    with _errors_as_usage():
+        print(connect(api_url, token, ClientSettings()).get_user().login)
+
+
 @contextmanager
 def _errors_as_usage() -> Iterator[None]:
     """Errors a user fixes (a wrong repository, a token without access, a bad plan file): one line, exit 2."""
