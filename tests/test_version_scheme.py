@@ -107,7 +107,12 @@ def test_the_pip_requirement_installs_this_version_from_a_git_url(released: tupl
 
 def test_an_install_from_a_git_url_prints_the_commit_pip_recorded(tmp_path: Path, released: tuple[Path, str]) -> None:
     repo, sha = released
-    target = tmp_path / "site"
+    # Installed inside another project's work tree, as a `.venv` in a checkout is: that HEAD is not the tool's.
+    project = tmp_path / "project"
+    identity = ["-c", "user.name=Dev", "-c", "user.email=dev@example.com"]
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", *identity, "-C", str(project), "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    target = project / ".venv" / "site"
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target)]
     subprocess.run([*pip, f"diffusers-codemod @ git+file://{repo}@{sha}"], check=True, capture_output=True, timeout=600)
 
