@@ -92,7 +92,7 @@ verify-main: install
 # Point every pin of the tool (the docs' pip lines and pre-commit `rev:`, the bot workflow's CODEMOD_REF,
 # PINNED_COMMIT) at one commit by its full SHA: HEAD, or COMMIT=REF. Commit the result (tests/test_pins.py checks them).
 COMMIT ?= HEAD
-pin:
+pin: $(DEMO_STAMP)
 	$(BIN)/python -m tools.pin $(COMMIT)
 
 # A release process may also tag a commit: the version in pyproject.toml as the annotated tag vX.Y.Z (then

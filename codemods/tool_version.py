@@ -7,10 +7,7 @@ process pushed it, so the pins name commits: `codemod --version` says which comm
 
 from __future__ import annotations
 
-import json
-import subprocess
 from functools import cache
-from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
 from codemods import __version__
@@ -24,6 +21,8 @@ SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _git(*args: str) -> str | None:
+    import subprocess  # here, not above: every `codemod run` imports this module (through report.py)
+
     try:
         done = subprocess.run(["git", "-C", str(SOURCE_ROOT), *args], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):  # no git on this machine
@@ -45,6 +44,9 @@ def checkout_commit() -> str | None:
 
 def installed_commit() -> str | None:
     """The commit pip installed from a git URL: pip records it in the distribution's direct_url.json (PEP 610)."""
+    import json
+    from importlib.metadata import PackageNotFoundError, distribution
+
     try:
         recorded = distribution(DISTRIBUTION).read_text("direct_url.json")
     except PackageNotFoundError:
