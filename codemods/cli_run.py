@@ -103,6 +103,9 @@ def run(
 
 def _repo_checks_before(paths: tuple[Path, ...]):  # -> bot.verify.repo_checks.InPlaceChecks
     """The checkout's checks run before the write, in its own environment (built on first use)."""
+    from codemods.extras import require_extras
+
+    require_extras("run --check-repo", "verify")
     from bot.verify.environment import EnvironmentFailed, environment_for
     from bot.verify.repo_checks import InPlaceChecks, checkout_above
     from bot.verify.requirements import is_checkout

@@ -79,8 +79,9 @@ def test_the_demo_interpreter_has_the_engine_and_lacks_the_extras(demo_python: P
         (["verify", str(installed_diffusers())], "torch, transformers, accelerate, packaging"),
         (["bot", "run", "--repo", "you/diffusers", "--dry-run"], "PyGithub, torch, transformers, accelerate, packaging"),
         (["bot", "plan", "--repo", "you/diffusers", "--out", "plan.json"], "PyGithub"),
+        (["run", "--check-repo", str(installed_diffusers() / "models" / "unets" / "unet_2d.py")], "torch, transformers, accelerate, packaging"),
     ],
-    ids=["verify", "bot run", "bot plan"],
+    ids=["verify", "bot run", "bot plan", "run --check-repo"],
 )
 def test_a_command_that_needs_an_extra_names_it_in_one_line_with_exit_2(
     demo_python: Path, tmp_path: Path, command: list[str], missing: str
@@ -91,7 +92,7 @@ def test_a_command_that_needs_an_extra_names_it_in_one_line_with_exit_2(
 
     assert (done.returncode, done.stdout) == (2, "")
     (line,) = done.stderr.splitlines()
-    shown = " ".join(command[:2]) if command[0] == "bot" else command[0]
+    shown = " ".join(command[:2]) if command[0] in ("bot", "run") else command[0]
     assert re.fullmatch(
         rf"codemod: error: `codemod {shown}` needs {missing}, not installed here: run `make install` in the tool's "
         r"checkout, or `pip install 'diffusers-codemod\[[a-z,]+\] @ git\+\S+@[0-9a-f]{40}'` after torch's CPU build "
