@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.demo_summary import declined_lines, diff_excerpt, summary_table
+from tools.demo_summary import declined_lines, diff_excerpt, main, summary_table
+from tools.fixture_cases import find_case
 from tools.torch_index import CPU_INDEX
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,3 +142,23 @@ def test_the_full_set_up_installs_torch_before_the_project_with_all_extras(tmp_p
         ".venv/bin/python -m pip install --quiet --no-warn-conflicts torch==2.13.0 $(.venv/bin/python -m tools.torch_index torch==2.13.0)",
         ".venv/bin/python -m pip install --quiet -e '.[verify,bot,dev]'",
     ]
+
+
+def test_the_demo_rewrites_the_tree_once_and_shows_the_table_the_diff_and_why_a_fix_was_declined(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = find_case("DIF004/adapter_denoising_loop")  # 3 findings: 2 fixed, 1 left (a `**kwargs` call)
+    tree = tmp_path / "demo" / "src" / "diffusers"
+    tree.mkdir(parents=True)
+    (tree / "pipeline.py").write_text(case.input_text())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
+
+    assert main(["demo"]) == 0
+
+    shown = capsys.readouterr().out
+    assert (tree / "pipeline.py").read_text() == case.expected_text()
+    assert "DIF004      3      2     1            0             1        0\n" in shown
+    assert "--- the diff: its first 2 of 2 hunk(s), all of it in demo/fixes.diff ---\n--- a/demo/src/diffusers/pipeline.py\n" in shown
+    assert "   1  DIF004  the call forwards `…`/`…`, which may already carry `…`\n" in shown
+    assert "(not fixed: the call forwards `*args`/`**kwargs`, which may already carry `return_dict`)\n" in (tmp_path / "demo" / "remaining.txt").read_text()

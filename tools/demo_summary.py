@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from codemods.cache import cache_directory
+from codemods.engine import Progress
 from codemods.engine import run as run_engine
-from codemods.report import summary_line, summary_notes, text_lines, unified_diff
+from codemods.report import display_path, summary_line, summary_notes, text_lines, unified_diff
 from codemods.run_result import Mode, RunOptions
 
 COLUMNS = ("found", "fixed", "left", "report only", "fix declined", "fixable")
@@ -123,7 +124,8 @@ def declined_lines(findings: list[dict[str, Any]], top: int = TOP_REASONS) -> li
     return lines
 
 
-def _phase_printer():
+def _phase_printer() -> Progress:
+    """One line per phase of the run (scan, fix, check) with its file count: a slow machine shows it is working."""
     seen: set[str] = set()
 
     def progress(phase: str, done: int, total: int) -> None:
@@ -145,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     (demo / "fixes.diff").write_text(diff)
     (demo / "remaining.txt").write_text("\n".join([*text_lines(result), summary_line(result), *summary_notes(result)]) + "\n")
 
+    for error in result.errors:
+        print(f"demo: error: {display_path(error.path)}{f':{error.line}' if error.line else ''}: {error.message}")
     print("\n".join([summary_line(result), *summary_notes(result)]))
     print(f"\n--- findings by rule ---\n{summary_table(findings)}", end="")
     excerpt, shown, hunks = diff_excerpt(diff)
