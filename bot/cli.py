@@ -22,7 +22,7 @@ from codemods.extras import require_extras
 EXIT_CODES = """\
 Exit codes: 0 every group was handled (opened, updated, or skipped/waiting with a reason);
 1 the run stopped early (GitHub unavailable, rate limited) or a group failed (e.g. its push
-was rejected); 2 bad arguments or configuration."""
+was rejected); 2 bad arguments or configuration, or a module the command needs not installed."""
 
 bot_app = typer.Typer(
     name="bot",
