@@ -21,7 +21,7 @@ PYTEST_WORKERS ?= auto
 # On 2 shared cores, two torch threads give 100x latency spikes.
 export OMP_NUM_THREADS := 1
 
-.PHONY: install demo test lint benchmark sweep browser verify-main gpu-bundle gpu-bundle-check tag clean
+.PHONY: install demo test lint benchmark sweep browser verify-main gpu-bundle gpu-bundle-check pin tag clean
 
 install: $(STAMP)
 
@@ -30,8 +30,10 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Everything: torch first (its CPU build, see TORCH above), then the project with all its extras.
+# --no-warn-conflicts on torch's step only: after `make demo`, diffusers is there without its dependencies until the
+# next step installs them, and pip would print an `ERROR:` about that passing state; the last step checks for real.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),$$($(BIN)/python -m tools.torch_index $(TORCH)))
+	$(BIN)/python -m pip install --quiet --no-warn-conflicts $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),$$($(BIN)/python -m tools.torch_index $(TORCH)))
 	$(BIN)/python -m pip install --quiet -e '.[verify,bot,dev]'
 	rm -f $(VENV)/.installed-* $(VENV)/.demo-*
 	# the full set-up holds everything the demo needs
@@ -47,18 +49,15 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 
 DIFFUSERS_SRC = $(shell $(BIN)/python -c "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('diffusers').origin).parent)")
 
+# One engine run (tools/demo_summary.py) rewrites the copy and writes demo/fixes.diff and demo/remaining.txt; the
+# screen gets the findings by rule, the diff's first whole hunks and the most frequent reasons a fix was declined.
 demo: $(DEMO_STAMP)
 	rm -rf demo && mkdir -p demo/src
 	cp -r $(DIFFUSERS_SRC) demo/src/diffusers
 	find demo -name __pycache__ -prune -exec rm -rf {} +
 	# A checkout's formatter pin and ruff settings beside src/: line length and the formatter gate.
 	$(BIN)/python -m tools.checkout_layout demo
-	$(BIN)/codemod run --diff --unsafe-fixes demo/src/diffusers > demo/fixes.diff || true
-	@echo "--- the diff (demo/fixes.diff, first 60 lines) ---"; head -n 60 demo/fixes.diff
-	@echo "--- applying the fixes to demo/src/diffusers ---"
-	$(BIN)/codemod run --unsafe-fixes demo/src/diffusers > demo/remaining.txt || true
-	@echo "--- findings left after the fixes (a fresh --check), by rule; why each fix was declined: demo/remaining.txt ---"
-	$(BIN)/codemod run --check --format json demo/src/diffusers | $(BIN)/python -m tools.demo_summary
+	$(BIN)/python -m tools.demo_summary demo
 
 test: install
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
@@ -102,8 +101,14 @@ gpu-bundle-check: install
 	@test -d .gpu-bundle || { echo "no .gpu-bundle: make gpu-bundle [CHECKOUT=...] first"; exit 2; }
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 0 tests/test_gpu_bundle.py
 
-# A release: the version in pyproject.toml, as the annotated tag vX.Y.Z on the release commit (then
-# `git push origin vX.Y.Z`). The pre-commit `rev:`, the bot workflow's CODEMOD_REF and the docs' pip lines name it.
+# Point every pin of the tool (the docs' pip lines and pre-commit `rev:`, the bot workflow's CODEMOD_REF,
+# PINNED_COMMIT) at one commit by its full SHA: HEAD, or COMMIT=REF. Commit the result (tests/test_pins.py checks them).
+COMMIT ?= HEAD
+pin: $(DEMO_STAMP)
+	$(BIN)/python -m tools.pin $(COMMIT)
+
+# A release process may also tag a commit: the version in pyproject.toml as the annotated tag vX.Y.Z (then
+# `git push origin vX.Y.Z`); where pushed, a tag works wherever the pinned SHA goes.
 VERSION = $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
 tag:
 	git tag -a v$(VERSION) -m "diffusers-codemod $(VERSION)"

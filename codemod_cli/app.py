@@ -31,20 +31,16 @@ app = typer.Typer(
 def _show_version(wanted: bool) -> None:
     if not wanted:
         return
-    from importlib.metadata import PackageNotFoundError, version
+    from codemods.tool_version import version_line
 
-    try:
-        installed = version("diffusers-codemod")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        from codemods import __version__ as installed
-    print(f"codemod {installed}")
+    print(version_line())
     raise typer.Exit(0)
 
 
 @app.callback()
 def _options(
     version: Annotated[
-        bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit.")
+        bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and the commit, and exit.")
     ] = False,
 ) -> None:
     # No docstring: typer would show it in place of the app's help. `--version` acts in its eager callback.

@@ -17,10 +17,12 @@ from typing import Annotated, Any
 
 import typer
 
+from codemod_cli.extras import require_extras
+
 EXIT_CODES = """\
 Exit codes: 0 every group was handled (opened, updated, or skipped/waiting with a reason);
 1 the run stopped early (GitHub unavailable, rate limited) or a group failed (e.g. its push
-was rejected); 2 bad arguments or configuration."""
+was rejected); 2 bad arguments or configuration, or a module the command needs not installed."""
 
 bot_app = typer.Typer(
     name="bot",
@@ -157,6 +159,7 @@ def run(
     census_url: CensusUrl = None,
 ) -> None:
     """Clone, find and group fixes, verify them, open or update one PR per verified group, update the dashboard."""
+    require_extras("bot run", "bot", "verify")
     from bot import runner
 
     _require_token(dry_run)
@@ -187,6 +190,7 @@ def plan(
     no_dashboard: NoDashboard = False,
 ) -> None:
     """CPU job: group the fixes and list the groups worth verifying now (read-only on GitHub)."""
+    require_extras("bot plan", "bot")
     from bot import runner
 
     options = _options(
@@ -213,6 +217,7 @@ def verify_group(
     workdir: Workdir = Path(".codemod-bot"),
 ) -> None:
     """GPU job: verify one group of a plan; exit 0 whatever the verdict (it is in the file)."""
+    require_extras("bot verify-group", "bot", "verify")
     from bot import runner
     from bot.plan import Plan
 
@@ -236,6 +241,7 @@ def census(
     workdir: Workdir = Path(".codemod-bot"),
 ) -> None:
     """GPU job: the sync census of the whole library on the plan's commit (for the dashboard and its page)."""
+    require_extras("bot census", "bot", "verify")
     from bot import runner
     from bot.plan import Plan
 
@@ -264,6 +270,7 @@ def publish(
     census_url: CensusUrl = None,
 ) -> None:
     """PR job: push and open or update the PRs of a plan's verified groups, then update the dashboard."""
+    require_extras("bot publish", "bot")
     from bot import runner
     from bot.plan import Plan
 
@@ -276,6 +283,20 @@ def publish(
         )  # fmt: skip
         summary = runner.publish(options, plan_file, reports)
     _finish(summary, json_file)
+
+
+@bot_app.command(epilog=EXIT_CODES)
+def whoami(api_url: ApiUrl = "https://api.github.com") -> None:
+    """Print the login of GITHUB_TOKEN's user: the bot's login wherever --login is not given."""
+    require_extras("bot whoami", "bot")
+    from bot.github.api import ClientSettings, connect
+    from codemods.errors import UsageError
+
+    token = os.environ.get("GITHUB_TOKEN")
+    if not token:
+        raise UsageError("GITHUB_TOKEN is not set: `codemod bot whoami` asks GitHub whose token it is")
+    with _errors_as_usage():
+        print(connect(api_url, token, ClientSettings()).get_user().login)
 
 
 @contextmanager

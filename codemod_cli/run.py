@@ -103,6 +103,9 @@ def run(
 
 def _repo_checks_before(paths: tuple[Path, ...]):  # -> bot.verify.checkout.repo_checks.InPlaceChecks
     """The checkout's checks run before the write, in its own environment (built on first use)."""
+    from codemod_cli.extras import require_extras
+
+    require_extras("run --check-repo", "verify")
     from bot.verify.checkout.environment import EnvironmentFailed, environment_for
     from bot.verify.checkout.repo_checks import InPlaceChecks, checkout_above
     from bot.verify.checkout.requirements import is_checkout

@@ -14,6 +14,7 @@ import typer
 
 from codemod_cli.bot import Python as PythonOption
 from codemod_cli.bot import TorchIndex as TorchIndexOption
+from codemod_cli.extras import require_extras
 from codemod_cli.run import rule_codes
 from codemods.errors import UsageError
 from codemods.project.tree_paths import inside_tree
@@ -32,7 +33,8 @@ class VerifyScale(str, Enum):
 
 VERIFY_EXIT_CODES = """\
 Exit codes: 0 nothing regressed or failed (changes may be verified, no-gain or unverified);
-1 a change regressed or failed; 2 an error (bad arguments, a tree that is not a package)."""
+1 a change regressed or failed; 2 an error (bad arguments, a tree that is not a package, torch or
+another module of the `verify` extra not installed)."""
 
 
 def verify(
@@ -80,6 +82,8 @@ def verify(
 ) -> None:
     """Rewrite a copy of SRC, run each change's target on both trees, and report copies, syncs and parity."""
     _require_diffusers_root(src)  # before anything slow: a subpackage would run for minutes, then fail
+    require_extras("verify", "verify")
+    _require_cuda_for_real_scale(scale, device)
     import shlex
 
     from bot.verify import verify as run_verify  # torch and diffusers stay out of the static commands
@@ -141,4 +145,13 @@ def _require_diffusers_root(src: Path) -> None:
         raise UsageError(
             f"{src}: not a diffusers package root; SRC must be the `diffusers` package directory "
             "(`<checkout>/src/diffusers`, or an installed `.../site-packages/diffusers`), not a subpackage or a checkout"
+        )
+
+
+def _require_cuda_for_real_scale(scale: VerifyScale, device: VerifyDevice) -> None:
+    """`--scale real` times each change on a GPU: with another device it would measure nothing."""
+    if scale is VerifyScale.real and device is not VerifyDevice.cuda:
+        raise UsageError(
+            f"--scale real needs --device cuda (a CUDA GPU): it times each change at its model's released size, "
+            f"which --device {device.value} cannot; drop --scale real for the {device.value} census"
         )

@@ -13,6 +13,8 @@ from cli_runner import codemod
 
 from tools.fixture_cases import find_case
 
+PROJECT = Path(__file__).resolve().parent.parent
+
 CASE = find_case("DIF004/adapter_denoising_loop")  # 3 findings: 2 fixed, 1 left (a `**kwargs` call)
 
 
@@ -77,11 +79,13 @@ def test_after_a_write_the_remaining_findings_show_the_lines_of_the_written_file
     assert written.stdout == recheck.stdout
 
 
-def test_version_prints_the_installed_version_without_importing_torch(tmp_path: Path) -> None:
+def test_version_prints_the_version_and_the_checkouts_commit_without_importing_torch(tmp_path: Path) -> None:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT, capture_output=True, text=True).stdout.strip()
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "codemod_cli", "--version"], cwd=tmp_path, capture_output=True, text=True
     )
-    assert (result.returncode, result.stdout) == (0, f"codemod {version('diffusers-codemod')}\n")
+    assert result.returncode == 0
+    assert result.stdout.startswith(f"codemod {version('diffusers-codemod')} (commit {head}")
     assert not [line for line in result.stderr.splitlines() if line.rstrip().endswith("| torch")]
 
 

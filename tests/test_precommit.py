@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_version_scheme import readme_pre_commit_config
 
 from tools.fixture_cases import find_case
 
@@ -106,3 +107,17 @@ def test_the_check_hook_reports_without_changing_and_a_clean_file_passes(
     git("add", "autoencoder.py", cwd=project)
     passed = _commit(project, pre_commit_home, "add autoencoder")
     assert passed.returncode == 0, passed.stdout
+
+
+def test_the_readmes_hook_at_its_pinned_sha_runs_from_this_repository(tmp_path: Path, pre_commit_home: Path) -> None:
+    # The README's own config, its `repo:` pointed at this repository: pre-commit fetches the pinned SHA
+    # (a tag such as `v0.1.0`, never pushed, made it exit 3) and installs the hooks as they were there.
+    config = readme_pre_commit_config()
+    project = _project(tmp_path, (PROJECT, config["rev"]), "diffusers-codemod-check")
+    (project / "autoencoder.py").write_text(EXAMPLE)
+    git("add", "autoencoder.py", cwd=project)
+
+    stopped = _commit(project, pre_commit_home, "add autoencoder")
+
+    assert stopped.returncode == 1, stopped.stdout
+    assert "autoencoder.py:29:31: DIF004 [*] `.sample` read off `self._decode(...)`" in stopped.stdout

@@ -1,4 +1,4 @@
-"""One version, one tag scheme: pyproject's version, tagged `vX.Y.Z`, is what every pin in the docs names."""
+"""One version, pyproject's; the install lines name a commit, and an install from git knows its commit."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 from codemods import __version__
 from codemods.output.rule_docs import TOOL_URL, pip_requirement
+from codemods.tool_version import PINNED_COMMIT
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -30,11 +32,10 @@ def test_the_package_version_is_pyprojects() -> None:
     assert __version__ == VERSION
 
 
-def test_the_readmes_pre_commit_rev_is_the_version_tag_of_this_repository() -> None:
+def test_the_readmes_pre_commit_hook_is_this_repository_at_the_pinned_commit() -> None:
     repo = readme_pre_commit_config()
 
-    assert repo["rev"] == f"v{VERSION}"
-    assert repo["repo"] == TOOL_URL
+    assert (repo["repo"], repo["rev"]) == (TOOL_URL, PINNED_COMMIT)
 
 
 def test_the_readmes_hook_ids_are_the_hooks_files() -> None:
@@ -57,8 +58,8 @@ def test_make_tag_names_the_version_tag() -> None:
     ]  # fmt: skip
 
 
-def test_every_install_line_in_the_docs_pins_the_version_tag_from_git() -> None:
-    pinned = re.compile(rf"""["']diffusers-codemod(\[[a-z,]+\])? @ git\+{re.escape(TOOL_URL)}@v{re.escape(VERSION)}["']""")
+def test_every_install_line_in_the_docs_pins_the_pinned_commit_from_git() -> None:
+    pinned = re.compile(rf"""["']diffusers-codemod(\[[a-z,]+\])? @ git\+{re.escape(TOOL_URL)}@{PINNED_COMMIT}["']""")
     paths = ("README.md", "docs/bot.md", "docs/code-scanning.md", "docs/examples/codemod-code-scanning.yml")
 
     lines = [
@@ -72,9 +73,10 @@ def test_every_install_line_in_the_docs_pins_the_version_tag_from_git() -> None:
     assert [(path, line) for path, line in lines if not pinned.search(line)] == []
 
 
-def test_the_pip_requirement_installs_this_version_from_a_git_url(tmp_path: Path) -> None:
-    # The requirement the PR bodies and the workflow use, pointed at a local clone of this tree at one commit.
-    repo = tmp_path / "diffusers-codemod"
+@pytest.fixture(scope="module")
+def released(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """This working tree committed in a scratch repository: the repository and the commit."""
+    repo = tmp_path_factory.mktemp("release") / "diffusers-codemod"
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True)
     for name in files.stdout.splitlines():
         if (ROOT / name).is_file():
@@ -85,7 +87,13 @@ def test_the_pip_requirement_installs_this_version_from_a_git_url(tmp_path: Path
     subprocess.run(["git", *identity, "add", "-A"], cwd=repo, check=True)
     subprocess.run(["git", *identity, "commit", "-qm", "release"], cwd=repo, check=True)
     sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
-    requirement = pip_requirement("bot").replace(f"git+{TOOL_URL}@v{VERSION}", f"git+file://{repo}@{sha}")
+    return repo, sha
+
+
+def test_the_pip_requirement_installs_this_version_from_a_git_url(released: tuple[Path, str]) -> None:
+    # The requirement the PR bodies and the workflow use, pointed at the scratch repository's commit.
+    repo, sha = released
+    requirement = pip_requirement("bot", sha).replace(f"git+{TOOL_URL}@", f"git+file://{repo}@")
     pip = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--no-deps", "--report", "-"]
 
     done = subprocess.run([*pip, requirement], capture_output=True, text=True, timeout=600)
@@ -95,3 +103,23 @@ def test_the_pip_requirement_installs_this_version_from_a_git_url(tmp_path: Path
     assert (installed["metadata"]["name"], installed["metadata"]["version"]) == ("diffusers-codemod", VERSION)
     assert installed["metadata"]["license_expression"] == "Apache-2.0"
     assert installed["requested_extras"] == ["bot"]
+
+
+def test_an_install_from_a_git_url_prints_the_commit_pip_recorded(tmp_path: Path, released: tuple[Path, str]) -> None:
+    repo, sha = released
+    # Installed inside another project's work tree, as a `.venv` in a checkout is: that HEAD is not the tool's.
+    project = tmp_path / "project"
+    identity = ["-c", "user.name=Dev", "-c", "user.email=dev@example.com"]
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", *identity, "-C", str(project), "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    target = project / ".venv" / "site"
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target)]
+    subprocess.run([*pip, f"diffusers-codemod @ git+file://{repo}@{sha}"], check=True, capture_output=True, timeout=600)
+
+    # The installed copy first on the path (not a checkout: its commit comes from direct_url.json).
+    done = subprocess.run(
+        [sys.executable, "-m", "codemod_cli", "--version"], cwd=tmp_path, env={"PYTHONPATH": str(target)},
+        capture_output=True, text=True,
+    )  # fmt: skip
+
+    assert (done.returncode, done.stdout) == (0, f"codemod {VERSION} (commit {sha})\n"), done.stderr

@@ -1,16 +1,16 @@
 """A rule's documentation as users meet it: `codemod explain`, the SARIF help, the dashboard's one line and link.
 
 The rule class's docstring is the documentation; this module only formats it and says where it
-lives online (the rule's module in the tool's repository, at the released version's tag), and how
-pip installs that version.
+lives online (the rule's module in the tool's repository, at the commit that runs), and how pip
+installs that commit.
 """
 
 from __future__ import annotations
 
 import re
 
-from codemods import __version__
 from codemods.rules import rule_class
+from codemods.tool_version import tool_ref
 
 TOOL_URL = "https://github.com/diffusers-codemod/diffusers-codemod"
 _HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
@@ -23,15 +23,15 @@ def explain_text(code: str) -> str:
     return f"# {rule.code} {rule.name}\n\n{rule.summary}\n\nFix: {rule.fix_label()}\n\n{rule.documentation()}\n"
 
 
-def pip_requirement(extras: str) -> str:
-    """pip's requirement for this version of the tool: its git repository at the release tag (it is not on PyPI)."""
-    return f"diffusers-codemod[{extras}] @ git+{TOOL_URL}@v{__version__}"
+def pip_requirement(extras: str, ref: str | None = None) -> str:
+    """pip's requirement for this tool: its git repository at `ref`, by default the commit that runs (not on PyPI)."""
+    return f"diffusers-codemod[{extras}] @ git+{TOOL_URL}@{ref or tool_ref()}"
 
 
 def docs_url(code: str) -> str:
-    """The rule's documentation online: its module (the docstring) at this version's tag."""
+    """The rule's documentation online: its module (the docstring) at the commit that runs."""
     module = rule_class(code).__module__.replace(".", "/")
-    return f"{TOOL_URL}/blob/v{__version__}/{module}.py"
+    return f"{TOOL_URL}/blob/{tool_ref()}/{module}.py"
 
 
 def rule_sections(code: str) -> dict[str, str]:

@@ -36,8 +36,21 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
 
     ## Why is this bad?
     Nothing ever moves a plain attribute, so it stays on the CPU and every call copies it
-    host-to-device again, and the copy synchronizes. In QwenImage this cost 76 ms per forward on an
-    A100. Storing the moved table back avoids the copy but makes module state follow the last call:
+    host-to-device again. On CUDA, `.to(device)` of a CPU tensor (pageable memory, not
+    `non_blocking`) is a `cudaMemcpyAsync` from pageable memory, which the driver stages through a
+    pinned buffer, and PyTorch follows it with a `cudaStreamSynchronize`: the host waits until the
+    GPU has run everything queued before the copy, and the copy. (`benchmarks/gpu_verify.sh`'s
+    profile of QwenImage before #13406 on one H200 shows that pair for the 262,144-byte `pos_freqs`:
+    `Memcpy HtoD (Pageable -> Device)`, then `cudaStreamSynchronize`.) The wait lasts as long as the
+    queued work: diffusers #13406's A100 profile of QwenImage at 1024x1024 listed three waits over
+    50 ms, 228.7 ms in all; on one H200 at 4 of QwenImage's 60 layers the same copies made the host
+    wait 0.1 ms per step. The verifier counts such a copy as one host-to-device copy, not as a sync:
+    the emulated device counts each host-to-device `aten::_to_copy` (it has no stream to wait on),
+    and the CUDA census counts the `Memcpy HtoD` and folds the copy's own `cudaStreamSynchronize`
+    into it. Its "syncs" column counts the other waits (`.item()`, `nonzero`, a tensor in an `if`),
+    so a fixed copy shows as one H2D copy fewer, with syncs unchanged.
+
+    Storing the moved table back avoids the copy but makes module state follow the last call:
     `torch.compile` guards on the stored tensor and recompiles when it is replaced, and offloading
     hooks, which move registered state only, leave the table on the accelerator.
 
@@ -97,8 +110,9 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
 
     ## Evidence
     diffusers PR #13406 ("Cache RoPE freqs on device to avoid repeated CPU-GPU copy in QwenImage")
-    added `_get_device_freqs` to `QwenEmbedRope` and `QwenEmbedLayer3DRope`; the profile showed a
-    synchronizing host-to-device copy of `pos_freqs` on every forward, 76 ms each on an A100.
+    added `_get_device_freqs` to `QwenEmbedRope` and `QwenEmbedLayer3DRope`; its A100 profile showed
+    a host-to-device copy of `pos_freqs`, and the wait after it, on every forward (three waits over
+    50 ms, 228.7 ms in all).
     diffusers #10959 and #12061 removed stores of moved tables from `forward` (Wan's
     `self.freqs = self.freqs.to(...)` until 0.33, QwenImage's guarded stores until 0.36).
     """

@@ -101,7 +101,9 @@ def test_report_only_findings_are_listed_by_rule_and_family_with_the_rules_why(
     assert "## Report-only findings (1)" in body
     assert "### DIF007 host-sync-in-hot-path: 1 in 1 family" in body
     assert "The host cannot run ahead of the GPU past a sync: the queue drains" in body
-    assert "[Documentation](https://github.com/diffusers-codemod/diffusers-codemod/blob/v0.1.0/codemods/rules/" in body
+    # The rule's module at the commit that ran: this checkout's HEAD.
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
+    assert f"[Documentation](https://github.com/diffusers-codemod/diffusers-codemod/blob/{head.stdout.strip()}/codemods/rules/" in body
     assert (
         f"- [ ] ignore `pipelines/boundary` (1): [`pipeline_boundary.py#L8`]({blob}/{BOUNDARY}#L8) "
         "<!-- codemod-ignore: findings:DIF007:pipelines/boundary -->"

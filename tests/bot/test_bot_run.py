@@ -12,6 +12,10 @@ from github_double import GitHubDouble, push_branch
 from bot.runner import BotOptions, run
 from bot.summary import Outcome
 
+TOOL_HEAD = subprocess.run(
+    ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True
+).stdout.strip()
+
 KANDINSKY = f"{PACKAGE}/pipelines/kandinsky/pipeline_kandinsky.py"
 KANDINSKY_BRANCH = "codemod/dif004/pipelines-kandinsky"
 
@@ -40,8 +44,8 @@ def test_first_run_opens_one_pr_per_group_with_the_verifiers_table(remote: GitHu
     assert kandinsky.title == "[DIF004] output-attribute-access in pipelines/kandinsky"
     assert "| `pipeline_kandinsky` | verified | 3 | 0 | 0.0 |" in kandinsky.body
     assert f"| `{KANDINSKY}` | 14 |" in kandinsky.body
-    # The tool is not on PyPI: the reproduce block installs it from git at this version's tag.
-    assert "pip install 'diffusers-codemod[verify] @ git+https://github.com/diffusers-codemod/diffusers-codemod@v0.1.0'\n" in kandinsky.body
+    # The tool is not on PyPI: the reproduce block installs it from git at the commit that ran (this checkout's HEAD).
+    assert f"pip install 'diffusers-codemod[verify] @ git+https://github.com/diffusers-codemod/diffusers-codemod@{TOOL_HEAD}'\n" in kandinsky.body
     assert f"codemod run --diff --unsafe-fixes --select=DIF004 {KANDINSKY}\n" in kandinsky.body
     assert f"codemod verify src/diffusers --select=DIF004 --path={KANDINSKY} --device=emu\n" in kandinsky.body
     assert (

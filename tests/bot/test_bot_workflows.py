@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import typer
 import yaml
+from github_double import GitHubDouble, create_bare_remote
 
 from codemod_cli.app import app
-from codemods import __version__
 from codemods.output.rule_docs import TOOL_URL
+from codemods.tool_version import PINNED_COMMIT
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -53,9 +56,10 @@ def test_bot_runs_on_a_schedule_and_by_hand_one_run_at_a_time() -> None:
     assert "group" in workflow["concurrency"]
 
 
-def test_only_the_publish_job_may_write_and_only_it_sees_the_bot_token() -> None:
+def test_only_the_publish_job_may_write_and_the_bot_token_reaches_it_and_the_login_step_only() -> None:
     workflow = load("bot.yml")
     jobs = workflow["jobs"]
+    login_step = next(step for step in jobs["plan"]["steps"] if step.get("id") == "login")
 
     assert workflow["permissions"] == {}
     assert jobs["plan"]["permissions"] == {"contents": "read", "pull-requests": "read", "issues": "read"}
@@ -63,38 +67,49 @@ def test_only_the_publish_job_may_write_and_only_it_sees_the_bot_token() -> None
     assert jobs["census"]["permissions"] == {"contents": "read"}
     assert jobs["publish"]["permissions"] == {"contents": "write", "pull-requests": "write", "issues": "write"}
     for name, job in jobs.items():
-        uses_secret = "secrets.CODEMOD_BOT_TOKEN" in yaml.safe_dump(job)
+        steps = [step for step in job["steps"] if step is not login_step]
+        uses_secret = "secrets.CODEMOD_BOT_TOKEN" in yaml.safe_dump({**job, "steps": steps})
         assert uses_secret == (name == "publish"), name
+    # The login step only asks GitHub whose the token is.
+    assert [line for line in login_step["run"].splitlines() if "codemod" in line] == [
+        'elif [ -n "$GITHUB_TOKEN" ]; then login=$(codemod bot whoami --api-url "$GITHUB_API_URL")'
+    ]
 
 
-def test_verification_runs_on_the_gpu_runner_with_cuda_by_default() -> None:
+def _setup_python(job: dict) -> dict:
+    return next(step for step in job["steps"] if step.get("uses", "").startswith("actions/setup-python@"))
+
+
+def test_verification_runs_on_a_hosted_runner_with_the_emulated_device_by_default() -> None:
+    # A fork has no GPU runner: a job waiting for `[self-hosted, gpu]` would wait forever.
     workflow = load("bot.yml")
+    device = render(workflow["env"]["DEVICE"])
 
+    assert device == "emu"
     for name in ("verify", "census"):
         job = workflow["jobs"][name]
-        assert evaluate(job["runs-on"]) == ["self-hosted", "gpu"], name
-        assert render(job["env"]["TORCH_INDEX_URL"]) == "https://download.pytorch.org/whl/cu128", name
+        assert evaluate(job["runs-on"]) == "ubuntu-latest", name
+        assert render(job["env"]["TORCH_INDEX_URL"]) == "https://download.pytorch.org/whl/cpu", name
+        assert evaluate(_setup_python(job)["if"], env={"DEVICE": device}) is True, name
         assert '--device "$DEVICE"' in _commands(job)[0], name
-    assert render(workflow["env"]["DEVICE"]) == "cuda"
     assert workflow["jobs"]["verify"]["needs"] == "plan"
 
 
 @pytest.mark.parametrize(
-    ("variables", "inputs"), [({"CODEMOD_DEVICE": "emu"}, {}), ({}, {"device": "emu"})], ids=["variable", "input"]
+    ("variables", "inputs"), [({"CODEMOD_DEVICE": "cuda"}, {}), ({}, {"device": "cuda"})], ids=["variable", "input"]
 )
-def test_the_cpu_only_setting_verifies_on_a_hosted_runner_with_the_emulated_device(
+def test_the_gpu_setting_verifies_on_the_self_hosted_gpu_runner_with_cuda(
     variables: dict[str, str], inputs: dict[str, str]
 ) -> None:
     workflow = load("bot.yml")
     device = render(workflow["env"]["DEVICE"], variables, inputs)
 
-    assert device == "emu"
+    assert device == "cuda"
     for name in ("verify", "census"):
         job = workflow["jobs"][name]
-        setup_python = next(step for step in job["steps"] if step.get("uses", "").startswith("actions/setup-python@"))
-        assert evaluate(job["runs-on"], variables, inputs) == "ubuntu-latest", name
-        assert render(job["env"]["TORCH_INDEX_URL"], variables, inputs) == "https://download.pytorch.org/whl/cpu"
-        assert evaluate(setup_python["if"], env={"DEVICE": device}) is True, name
+        assert evaluate(job["runs-on"], variables, inputs) == ["self-hosted", "gpu"], name
+        assert render(job["env"]["TORCH_INDEX_URL"], variables, inputs) == "https://download.pytorch.org/whl/cu128"
+        assert evaluate(_setup_python(job)["if"], env={"DEVICE": device}) is False, name
 
 
 def test_the_gpu_job_builds_the_targets_environment_with_torch_from_the_index_variable() -> None:
@@ -118,10 +133,10 @@ def test_no_job_installs_the_repository_it_runs_in() -> None:
         assert not any(" -e " in line for line in installs), name
 
 
-def test_the_tool_is_installed_from_its_release_tag_by_default() -> None:
+def test_the_tool_is_installed_from_the_pinned_commit_by_default() -> None:
     workflow = load("bot.yml")
 
-    assert render(workflow["env"]["CODEMOD_GIT"]) == f"git+{TOOL_URL}@v{__version__}"
+    assert render(workflow["env"]["CODEMOD_GIT"]) == f"git+{TOOL_URL}@{PINNED_COMMIT}"
 
 
 def test_a_fork_pins_the_tool_by_commit_and_a_manual_run_may_name_another_ref() -> None:
@@ -147,7 +162,7 @@ def test_every_bot_command_in_the_workflow_exists_with_those_options() -> None:
 
     used = [command for job in jobs.values() for command in _commands(job)]
 
-    assert [c.split()[2] for c in used] == ["plan", "verify-group", "census", "publish"]
+    assert [c.split()[2] for c in used] == ["whoami", "plan", "verify-group", "census", "publish"]
     for command in used:
         words = shlex.split(re.sub(r"\$\{[A-Z_]+:\+([^}]*)\}", r"\1", command))
         options = {w for w in words if w.startswith("--")} | ({"--dry-run"} if "$DRY_RUN" in command else set())
@@ -180,3 +195,47 @@ def evaluate(expression: str, variables: dict[str, str] | None = None, inputs: d
 def render(text: str, variables: dict[str, str] | None = None, inputs: dict[str, str] | None = None) -> str:
     """A value with `${{ }}` expressions in it, each replaced by its value."""
     return re.sub(r"\$\{\{(.*?)\}\}", lambda m: str(evaluate(m[1], variables, inputs)), text)
+
+
+@pytest.fixture(name="fork_owner_api")
+def fork_owner_api_fixture(tmp_path: Path) -> Iterator[GitHubDouble]:
+    """The REST double, authenticated as a fork owner's personal token."""
+    create_bare_remote(tmp_path / "remote.git")
+    with GitHubDouble(tmp_path / "remote.git", login="fork-owner") as double:
+        yield double
+
+
+@pytest.mark.parametrize(
+    ("variable", "secret", "login"),
+    [("codemod-machine", True, "codemod-machine"), ("", True, "fork-owner"), ("", False, "github-actions[bot]")],
+    ids=["the variable", "the token's user", "the workflow token's author"],
+)
+def test_the_login_step_names_the_variable_else_the_tokens_user_else_github_actions(
+    fork_owner_api: GitHubDouble, tmp_path: Path, variable: str, secret: bool, login: str
+) -> None:
+    step = next(step for step in load("bot.yml")["jobs"]["plan"]["steps"] if step.get("id") == "login")
+    output = tmp_path / "github_output"
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "GITHUB_OUTPUT": str(output),
+        "GITHUB_API_URL": fork_owner_api.api_url,
+        "BOT_LOGIN": variable,
+        "GITHUB_TOKEN": fork_owner_api.token if secret else "",
+    }
+
+    subprocess.run(["bash", "-e", "-c", step["run"]], env=env, check=True, capture_output=True, timeout=120)
+
+    assert output.read_text() == f"login={login}\n"
+
+
+def test_plan_and_publish_know_the_bot_by_the_login_step_s_output() -> None:
+    jobs = load("bot.yml")["jobs"]
+    plan_step = next(step for step in jobs["plan"]["steps"] if step.get("id") == "plan")
+    publish_step = next(step for step in jobs["publish"]["steps"] if "codemod bot publish" in step.get("run", ""))
+
+    assert jobs["plan"]["outputs"]["login"] == "${{ steps.login.outputs.login }}"
+    assert (plan_step["env"]["LOGIN"], publish_step["env"]["LOGIN"]) == (
+        "${{ steps.login.outputs.login }}",
+        "${{ needs.plan.outputs.login }}",
+    )
+    assert all('--login "$LOGIN"' in _commands(jobs[name])[-1] for name in ("plan", "publish"))

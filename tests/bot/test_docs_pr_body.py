@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from codemods.output.rule_docs import pip_requirement, rule_sections
+from codemods.tool_version import PINNED_COMMIT
 
 BOT_DOCS = Path(__file__).resolve().parents[2] / "docs" / "bot.md"
 # Body heading -> the rule documentation's section the bot copies into it (bot/github/body.py).
@@ -33,5 +34,5 @@ def test_the_sample_pr_body_carries_the_rules_current_documentation() -> None:
     }
 
 
-def test_the_sample_pr_body_installs_the_tool_as_the_bot_does() -> None:
-    assert f"pip install '{pip_requirement('verify')}'\n" in sample_body()
+def test_the_sample_pr_body_installs_the_tool_as_the_bot_does_at_the_pinned_commit() -> None:
+    assert f"pip install '{pip_requirement('verify', PINNED_COMMIT)}'\n" in sample_body()

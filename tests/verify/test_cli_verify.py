@@ -29,8 +29,6 @@ def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Compl
         str(out / "report.md"),
         "--html",
         str(out / "census.html"),
-        "--scale",
-        "real",
     ]
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
     completed = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=out, env=environment)
@@ -51,11 +49,17 @@ def test_the_json_report_names_the_device_versions_and_changed_files(verified) -
     assert report["summary"]["failed"] == report["summary"]["regressed"] == 0
 
 
-def test_scale_real_on_the_emulated_device_says_not_measured_and_why(verified) -> None:
-    _, report, markdown = verified
-    why = "--device emu runs nothing at real size (timings there would not be a GPU's); the real-scale run needs --device cuda"
-    assert (report["real_scale"]["measured"], report["real_scale"]["why"]) == (False, why)
-    assert f"#### At real scale\n\nNot measured at real scale: {why}.\n" in markdown
+@pytest.mark.parametrize("device", ["emu", "cpu"])
+def test_scale_real_without_cuda_is_refused_up_front_in_one_line(device: str) -> None:
+    command = [sys.executable, "-m", "codemod_cli", "verify", str(installed_diffusers()), "--scale", "real"]
+
+    completed = subprocess.run([*command, "--device", device], capture_output=True, text=True, timeout=120)
+
+    assert (completed.returncode, completed.stdout) == (2, "")
+    assert completed.stderr == (
+        "codemod: error: --scale real needs --device cuda (a CUDA GPU): it times each change at its model's released "
+        f"size, which --device {device} cannot; drop --scale real for the {device} census\n"
+    )
 
 
 def test_nucleusmoe_text_rope_copy_per_forward_is_gone_with_bit_identical_outputs(verified) -> None:
