@@ -29,6 +29,7 @@ from codemods.errors import RunAborted, RunInterrupted, UsageError
 from codemods.facts import FileFacts
 from codemods.files import SourceText
 from codemods.findings import FileError, Finding, FixSafety
+from codemods.interrupts import InterruptWatch, interrupts_deferred
 from codemods.project import ProjectIndex, TreeInfo, module_name, package_root, tree_relative
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
@@ -57,11 +58,12 @@ def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
     check_opt_ins(config.opt_in)
     base = config.pyproject.parent if config.pyproject else Path.cwd()
     files = discover(options.paths, config.exclude, base)
-    current = _Run(options, config, rules, files, progress or (lambda *_: None))
-    try:
-        return current.execute()
-    except KeyboardInterrupt:
-        raise RunInterrupted(current.interrupted_line()) from None
+    with InterruptWatch() as interrupts:
+        current = _Run(options, config, rules, files, progress or (lambda *_: None), interrupts)
+        try:
+            return current.execute()
+        except KeyboardInterrupt:
+            raise RunInterrupted(current.interrupted_line()) from None
 
 
 def _include_deprecated(options: RunOptions, config: Config) -> bool:
@@ -69,8 +71,17 @@ def _include_deprecated(options: RunOptions, config: Config) -> bool:
 
 
 class _Run:
-    def __init__(self, options: RunOptions, config: Config, rules: list[Rule], files: list[Path], progress: Progress):
+    def __init__(
+        self,
+        options: RunOptions,
+        config: Config,
+        rules: list[Rule],
+        files: list[Path],
+        progress: Progress,
+        interrupts: InterruptWatch,
+    ):
         self.options = options
+        self.interrupts = interrupts
         self.rules = rules
         self.rule_by_code = {rule.code: rule for rule in rules}
         self.progress = progress
@@ -209,6 +220,7 @@ class _Run:
         if len(jobs) < 8 or self.jobs == 1:
             for done, job in enumerate(jobs, start=1):
                 yield function(job)
+                self.interrupts.check()
                 self.progress(phase, already + done, total)
             return
         chunk = max(1, min(8, len(jobs) // (self.jobs * 16)))
@@ -216,8 +228,13 @@ class _Run:
         pool = ProcessPoolExecutor(self.jobs, mp_context=get_context("fork"), initializer=_quiet_worker)
         finished = False
         try:
-            for done, value in enumerate(pool.map(function, jobs, chunksize=chunk), start=1):
+            # The workers are forked as the jobs are submitted; a KeyboardInterrupt raised in a fork's clean-up
+            # callbacks would be printed and dropped, so Ctrl-C waits the milliseconds until they are.
+            with interrupts_deferred():
+                results = pool.map(function, jobs, chunksize=chunk)
+            for done, value in enumerate(results, start=1):
                 yield value
+                self.interrupts.check()
                 self.progress(phase, already + done, total)
             finished = True
         except BrokenProcessPool:
@@ -265,6 +282,7 @@ class _Run:
 
     def write(self, changes: dict[str, tuple[str, str]], errors: dict[str, FileError]) -> bool:
         """Every changed file written, or none (then each has its error): whether they were."""
+        self.interrupts.check()
         self.phase = "stage"
         self.tree_write = TreeWrite(
             [PlannedWrite(path, after, self.originals[path]) for path, (_, after) in changes.items()], self.display

@@ -11,16 +11,15 @@ writes nothing; a rename that fails during the commit puts back the files alread
 from __future__ import annotations
 
 import os
-import signal
+import secrets
 import stat
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from codemods.files import SourceDecodeError, SourceText, WriteRefused, decode_source
+from codemods.interrupts import interrupts_deferred
 
 # Why a file that could be written was not: another file of the set could not be.
 ALL_OR_NOTHING = "not written: a run writes all of its files or none, and {path} could not be written"
@@ -68,8 +67,10 @@ class TreeWrite:
             if target.read_bytes() != write.source.data:
                 raise WriteRefused("changed on disk during the run; not written")
             mode = stat.S_IMODE(target.stat().st_mode)
-            handle, staged = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.codemod-")
+            # Named and noted before it exists: an interrupt at any instant leaves nothing the clean-up misses.
+            staged = str(target.parent / f".{target.name}.codemod-{secrets.token_hex(6)}")
             self.staged[write.path] = staged
+            handle = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
             os.chmod(staged, mode)
@@ -84,7 +85,7 @@ class TreeWrite:
             raise WriteRefused("the staged copy does not read back as the fixed text; not written")
 
     def _commit(self) -> dict[str, str]:
-        with _interrupts_deferred():
+        with interrupts_deferred():
             self.committing = True
             for write in self.planned:
                 try:
@@ -112,22 +113,3 @@ class TreeWrite:
         why = ALL_OR_NOTHING.format(path=self.display(culprit))
         return {write.path: refused.get(write.path, why) for write in self.planned}
 
-
-@contextmanager
-def _interrupts_deferred() -> Iterator[None]:
-    """SIGINT held until the block ends, then raised as KeyboardInterrupt: a commit is finished, never cut.
-
-    A handler, not a signal mask: the kernel may deliver a process's SIGINT to any thread that does
-    not block it (a progress bar's), and Python then raises it in the main thread all the same.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread receives KeyboardInterrupt
-        return
-    received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: received.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if received:
-        raise KeyboardInterrupt

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,9 @@ from codemods.project import installed_diffusers
 INTERRUPTED = 130
 
 
-def _copy(destination: Path) -> Path:
-    shutil.copytree(installed_diffusers(), destination / "diffusers", ignore=shutil.ignore_patterns("__pycache__"))
+def _copy(source: Path, destination: Path) -> Path:
+    shutil.rmtree(destination / "diffusers", ignore_errors=True)
+    shutil.copytree(source, destination / "diffusers", ignore=shutil.ignore_patterns("__pycache__"))
     return destination
 
 
@@ -83,41 +85,51 @@ def _interrupt(run: subprocess.Popen, stop_first: bool) -> tuple[float, str]:
     return time.monotonic() - sent, stderr
 
 
+@dataclass(frozen=True)
+class Reference:
+    root: Path  # where every run of this module happens: the scan cache is keyed by path
+    cache: Path  # warm from the uninterrupted run
+    original: dict[str, str]  # digests of the tree as copied
+    rewritten: dict[str, str]  # digests after an uninterrupted run
+
+    def fresh_tree(self) -> Path:
+        return _copy(installed_diffusers(), self.root)
+
+    def changed(self) -> int:
+        return len([path for path in self.rewritten if self.rewritten[path] != self.original[path]])
+
+
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], dict[str, str], Path]:
-    """The original tree's digests, the complete rewrite's (an uninterrupted run), and the warm scan cache."""
-    root = _copy(tmp_path_factory.mktemp("reference"))
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    root = _copy(installed_diffusers(), tmp_path_factory.mktemp("tree"))
     original = _digests(root)
     cache = tmp_path_factory.mktemp("cache")
     completed = _start(root, cache)
     completed.communicate(timeout=900)
     assert completed.returncode == 1  # findings remain; no error
-    rewritten = _digests(root)
-    assert len([path for path in rewritten if rewritten[path] != original[path]]) > 100
-    return original, rewritten, cache
+    reference = Reference(root, cache, original, _digests(root))
+    assert reference.changed() > 100
+    return reference
 
 
-def test_ctrl_c_while_scanning_writes_nothing_and_says_so_at_once(reference, tmp_path: Path) -> None:
-    original, _, _ = reference
-    root = _copy(tmp_path)
+def test_ctrl_c_while_scanning_writes_nothing_and_says_so_at_once(reference: Reference) -> None:
+    root = reference.fresh_tree()
     run = _start(root, cache=None)
     _wait_until(lambda: _has_workers(run), run)
     seconds, stderr = _interrupt(run, stop_first=False)
     assert run.returncode == INTERRUPTED
     assert stderr.splitlines() == ["codemod: interrupted in the scan phase; nothing written, the tree is as it was"]
-    assert _digests(root) == original
+    assert _digests(root) == reference.original
     assert seconds < 3  # it took up to 5.7 s, the workers finishing every queued file (0.1 s measured here)
 
 
-def test_ctrl_c_at_the_first_staged_file_writes_nothing_and_leaves_no_staged_file(reference, tmp_path: Path) -> None:
-    original, rewritten, cache = reference
-    root = _copy(tmp_path)
-    run = _start(root, cache)
+def test_ctrl_c_at_the_first_staged_file_writes_nothing_and_leaves_no_staged_file(reference: Reference) -> None:
+    root = reference.fresh_tree()
+    run = _start(root, reference.cache)
     _wait_until(lambda: bool(_staged_files(root)), run)
     _, stderr = _interrupt(run, stop_first=True)
-    changed = len([path for path in rewritten if rewritten[path] != original[path]])
     assert run.returncode == INTERRUPTED
     assert stderr.splitlines() == [
-        f"codemod: interrupted while staging {changed} rewritten file(s); nothing written, the tree is as it was"
+        f"codemod: interrupted while staging {reference.changed()} rewritten file(s); nothing written, the tree is as it was"
     ]
-    assert _digests(root) == original
+    assert _digests(root) == reference.original
