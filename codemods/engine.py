@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
-from multiprocessing import active_children, get_context
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,11 +22,11 @@ from codemods.cache import ScanCache, digest
 from codemods.config import Config, find_pyproject, load_config
 from codemods.copy_declines import copy_decline
 from codemods.discovery import discover, is_deprecated_pipeline
-from codemods.errors import RunAborted, RunInterrupted, UsageError
+from codemods.errors import RunInterrupted, UsageError
 from codemods.facts import FileFacts
 from codemods.files import SourceText
 from codemods.findings import FileError, Finding, FixSafety
-from codemods.interrupts import InterruptWatch, interrupts_deferred
+from codemods.interrupts import InterruptWatch
 from codemods.project import ProjectIndex, TreeInfo, module_name, package_root, tree_relative
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
@@ -37,6 +34,7 @@ from codemods.run_result import Mode, RunOptions, RunResult, ScanStats
 from codemods.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
 from codemods.source import SourceFile
 from codemods.tree_write import PlannedWrite, TreeWrite
+from codemods.worker_pool import in_workers
 
 if TYPE_CHECKING:
     from codemods.formatter import FormatterGate
@@ -217,39 +215,12 @@ class _Run:
     def map(self, function: Callable, jobs: list, phase: str, already: int = 0, total: int = 0) -> Iterator:
         total = total or len(jobs)
         self.phase = phase
-        if len(jobs) < 8 or self.jobs == 1:
-            for done, job in enumerate(jobs, start=1):
-                yield function(job)
-                self.interrupts.check()
-                self.progress(phase, already + done, total)
-            return
-        chunk = max(1, min(8, len(jobs) // (self.jobs * 16)))
-        earlier_children = set(active_children())
-        pool = ProcessPoolExecutor(self.jobs, mp_context=get_context("fork"), initializer=_quiet_worker)
-        finished = False
-        try:
-            # The workers are forked as the jobs are submitted; a KeyboardInterrupt raised in a fork's clean-up
-            # callbacks would be printed and dropped, so Ctrl-C waits the milliseconds until they are.
-            with interrupts_deferred():
-                results = pool.map(function, jobs, chunksize=chunk)
-            for done, value in enumerate(results, start=1):
-                yield value
-                self.interrupts.check()
-                self.progress(phase, already + done, total)
-            finished = True
-        except BrokenProcessPool:
-            raise RunAborted(
-                f"a worker process died in the {phase} phase (out of memory, or a crash in the parser); nothing was written"
-            ) from None
-        finally:
-            if finished:
-                pool.shutdown()
-            else:
-                # An interrupt (or an abort): `shutdown(wait=True)` would run every queued job first, seconds
-                # on a whole tree; the workers' results are not wanted any more, so they are ended now.
-                pool.shutdown(wait=False, cancel_futures=True)
-                for worker in set(active_children()) - earlier_children:
-                    worker.terminate()
+        few = len(jobs) < 8 or self.jobs == 1
+        values = map(function, jobs) if few else in_workers(function, jobs, self.jobs, phase)
+        for done, value in enumerate(values, start=1):
+            yield value
+            self.interrupts.check()
+            self.progress(phase, already + done, total)
 
     def resolve(self, scans: Iterable[Scan], index: ProjectIndex, errors: dict[str, FileError]) -> list[Finding]:
         """The scans' findings confirmed against the whole tree: new values (`Rule.resolve` never changes its argument)."""
@@ -306,14 +277,3 @@ class _Run:
             return f"interrupted while staging {count} rewritten file(s); nothing written, the tree is as it was"
         return f"interrupted in the {self.phase} phase; nothing written, the tree is as it was"
 
-
-def _quiet_worker() -> None:
-    # A scan makes no reference cycles (a test holds it to that), so reference counting frees every
-    # tree and the cycle collector would only cost time.
-    import gc
-    import signal
-
-    gc.disable()
-    # Ctrl-C reaches the whole process group: the run (the parent) decides what it means and ends the
-    # workers; a worker's own KeyboardInterrupt would only print a traceback per core.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
