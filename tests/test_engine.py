@@ -184,14 +184,14 @@ def test_a_lone_pipeline_file_gets_the_same_findings_whether_diffusers_is_import
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The pre-commit hook's environment has no diffusers; the command line's usually has one.
-    lone = tmp_path / "pipeline_dit.py"
-    shutil.copy(installed_diffusers() / "pipelines" / "dit" / "pipeline_dit.py", lone)
+    lone, installed = tmp_path / "pipeline_dit.py", installed_diffusers()
+    shutil.copy(installed / "pipelines" / "dit" / "pipeline_dit.py", lone)
     beside = run(RunOptions(paths=(lone,), mode=Mode.CHECK, jobs=1))
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *rest: None if name == "diffusers" else real_find_spec(name, *rest)
     )
     without = run(RunOptions(paths=(lone,), mode=Mode.CHECK, jobs=1))
-    named = run(RunOptions(paths=(lone,), mode=Mode.CHECK, jobs=1, context=installed_diffusers()))
+    named = run(RunOptions(paths=(lone,), mode=Mode.CHECK, jobs=1, context=installed))
     assert _findings(beside) == _findings(without) == []
     assert [f.code for f in named.findings] == ["DIF004"] * 3
