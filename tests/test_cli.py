@@ -257,3 +257,11 @@ def test_the_readme_shows_no_write_in_place_over_a_whole_checkout() -> None:
     runs = [line.split("#")[0].split() for line in readme.splitlines() if line.startswith("codemod run ")]
     over_everything = [run for run in runs if "." in run and not {"--diff", "--check"} & set(run)]
     assert runs and over_everything == []
+
+
+def test_a_context_that_is_no_package_is_a_one_line_error(pipeline: Path) -> None:
+    result = codemod("run", "--check", "--context", str(pipeline.parent), "pipeline.py", cwd=pipeline.parent, context=False)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"codemod: error: --context {pipeline.parent}: not a package directory (no __init__.py); give e.g. src/diffusers\n"
+    )

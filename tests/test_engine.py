@@ -6,6 +6,7 @@ import gc
 import importlib.util
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -14,8 +15,9 @@ from pathlib import Path
 import pytest
 
 import codemods.engine
+import codemods.tree_write
 from codemods.engine import Mode, RunOptions, run
-from codemods.errors import RunAborted
+from codemods.errors import RunAborted, RunInterrupted
 from codemods.project import TreeInfo, installed_diffusers, module_name
 from codemods.rules import select_rules
 from codemods.rules.output_attribute_access import OutputAttributeAccess
@@ -195,3 +197,27 @@ def test_a_lone_pipeline_file_gets_the_same_findings_whether_diffusers_is_import
     named = run(RunOptions(paths=(lone,), mode=Mode.CHECK, jobs=1, context=installed))
     assert _findings(beside) == _findings(without) == []
     assert [f.code for f in named.findings] == ["DIF004"] * 3
+
+
+def test_ctrl_c_during_the_commit_finishes_it_and_says_every_file_was_written(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reference = shutil.copytree(tree, tmp_path / "reference")
+    run(RunOptions(context=installed_diffusers(), paths=(reference,), jobs=1))
+    rewritten = {path.name: path.read_bytes() for path in reference.iterdir()}
+    replace, renames = os.replace, []
+
+    def replace_then_ctrl_c(source: str, target: str) -> None:  # a real SIGINT, after the commit's second rename
+        replace(source, target)
+        renames.append(target)
+        if len(renames) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(codemods.tree_write.os, "replace", replace_then_ctrl_c)
+    with pytest.raises(RunInterrupted) as interrupted:
+        run(RunOptions(context=installed_diffusers(), paths=(tree,), jobs=1))
+    assert str(interrupted.value) == (
+        f"interrupted during the write; it had begun, so it was finished: all {len(renames)} rewritten file(s) written"
+    )
+    assert {path.name: path.read_bytes() for path in tree.iterdir()} == rewritten
+
