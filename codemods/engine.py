@@ -269,9 +269,11 @@ class _Run:
     def interrupted_line(self) -> str:
         """What an interrupt at this point of the run leaves on disk, in one line."""
         staged = self.tree_write
-        if staged is not None and staged.committing:
+        if staged is not None and staged.written:
             count = len(staged.written)
             return f"interrupted during the write; it had begun, so it was finished: all {count} rewritten file(s) written"
+        if staged is not None and staged.committing:  # a rename failed and the renamed files were put back
+            return "interrupted as a failed write was undone; nothing written, the tree is as it was"
         if staged is not None:
             count = len(staged.planned)
             return f"interrupted while staging {count} rewritten file(s); nothing written, the tree is as it was"
