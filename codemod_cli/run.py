@@ -9,14 +9,14 @@ from typing import Annotated
 
 import typer
 
-from codemods.errors import UsageError
+from codemods.errors import RunInterrupted, UsageError
 
 # The one prefix of every error line, whether the run stopped (exit 2) or one file could not be handled.
 ERROR_PREFIX = "codemod: error: "
 EXIT_CODES = """\
 Exit codes: 0 nothing left to report; 1 findings remain (with --diff/--check: there would be
 changes/findings); 2 an error (bad arguments, a file that cannot be read or parsed, a rule that
-failed on a file)."""
+failed on a file); 130 interrupted (Ctrl-C), with one line saying what was written."""
 
 
 class OutputFormat(str, Enum):
@@ -54,6 +54,17 @@ def run(
             "rule's `codemod explain`); repeatable.",
         ),
     ] = None,
+    context: Annotated[
+        Path | None,
+        typer.Option(
+            "--context",
+            envvar="CODEMOD_CONTEXT",
+            metavar="DIR",
+            help="A diffusers package directory (a checkout's src/diffusers, or the installed one) in which files "
+            "outside any package look up the diffusers classes they use; default: none, so a lone file gives the "
+            "same findings wherever diffusers is installed. The summary says when it was used. Also CODEMOD_CONTEXT.",
+        ),
+    ] = None,
     check_repo: Annotated[
         bool,
         typer.Option(
@@ -74,6 +85,8 @@ def run(
         raise UsageError("an empty string is not a path")
     if check_repo and (diff or check):
         raise UsageError("--check-repo checks what a run writes: not with --diff or --check")
+    if context is not None and not (context / "__init__.py").is_file():
+        raise UsageError(f"--context {context}: not a package directory (no __init__.py); give e.g. src/diffusers")
     in_place = _repo_checks_before(tuple(map(Path, paths))) if check_repo else None
     options = RunOptions(
         paths=tuple(map(Path, paths)),
@@ -85,9 +98,14 @@ def run(
         jobs=jobs,
         cache_dir=None if no_cache else cache_directory(map(Path, paths)),
         opt_in=tuple(opt_in or ()),
+        context=context.resolve() if context else None,
     )
-    with _progress(enabled=output_format is OutputFormat.text) as progress:
-        result = run_engine(options, progress)
+    try:
+        with _progress(enabled=output_format is OutputFormat.text) as progress:
+            result = run_engine(options, progress)
+    except RunInterrupted as interrupted:
+        print(f"codemod: {interrupted}", file=sys.stderr, flush=True)
+        raise typer.Exit(130) from None
     _print_result(result, output_format)
     code = result.exit_code()
     if in_place is not None:

@@ -55,11 +55,11 @@ def test_a_message_completed_by_resolve_is_not_extended_again_on_each_run(tmp_pa
     root = tmp_path / "diffusers"
     for name in RESOLVED_CASES:
         write_files(find_case(name).input_files(), root)
-    cold = run(RunOptions(paths=(root,), mode=Mode.CHECK))
+    cold = run(RunOptions(context=installed_diffusers(), paths=(root,), mode=Mode.CHECK))
     cache = tmp_path / "cache"
     for _ in range(3):
-        run(RunOptions(paths=(root,), mode=Mode.DIFF, unsafe_fixes=True, cache_dir=cache))
-    warm = run(RunOptions(paths=(root,), mode=Mode.CHECK, cache_dir=cache))
+        run(RunOptions(context=installed_diffusers(), paths=(root,), mode=Mode.DIFF, unsafe_fixes=True, cache_dir=cache))
+    warm = run(RunOptions(context=installed_diffusers(), paths=(root,), mode=Mode.CHECK, cache_dir=cache))
     assert [f.code for f in cold.findings] == ["DIF003", "DIF002"]
     assert _shown(warm) == _shown(cold)
     assert warm.findings[0].message.count("calls it in its denoising loop") == 1
@@ -67,8 +67,8 @@ def test_a_message_completed_by_resolve_is_not_extended_again_on_each_run(tmp_pa
 
 def test_warm_findings_come_in_the_same_order_as_cold(package: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    cold = run(RunOptions(paths=(package,), mode=Mode.CHECK, jobs=2, cache_dir=cache))
-    warm = run(RunOptions(paths=(package,), mode=Mode.CHECK, jobs=2, cache_dir=cache))
+    cold = run(RunOptions(context=installed_diffusers(), paths=(package,), mode=Mode.CHECK, jobs=2, cache_dir=cache))
+    warm = run(RunOptions(context=installed_diffusers(), paths=(package,), mode=Mode.CHECK, jobs=2, cache_dir=cache))
     assert len({f.path for f in cold.findings}) > 3
     assert _shown(warm) == _shown(cold)
     assert _shown(cold) == sorted(_shown(cold), key=lambda shown: (shown[0], shown[1], shown[2], shown[3]))
@@ -77,9 +77,9 @@ def test_warm_findings_come_in_the_same_order_as_cold(package: Path, tmp_path: P
 def test_a_new_rule_selection_reuses_the_cached_results_of_the_rules_it_shares(package: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     files = len(list(package.rglob("*.py")))
-    first = run(RunOptions(paths=(package,), mode=Mode.CHECK, select=("DIF004",), cache_dir=cache))
-    wider = run(RunOptions(paths=(package,), mode=Mode.CHECK, select=("DIF004", "DIF001"), cache_dir=cache))
-    narrower = run(RunOptions(paths=(package,), mode=Mode.CHECK, select=("DIF001",), cache_dir=cache))
+    first = run(RunOptions(context=installed_diffusers(), paths=(package,), mode=Mode.CHECK, select=("DIF004",), cache_dir=cache))
+    wider = run(RunOptions(context=installed_diffusers(), paths=(package,), mode=Mode.CHECK, select=("DIF004", "DIF001"), cache_dir=cache))
+    narrower = run(RunOptions(context=installed_diffusers(), paths=(package,), mode=Mode.CHECK, select=("DIF001",), cache_dir=cache))
     stats = [
         (r.scan_stats.files_parsed, r.scan_stats.rule_results_reused, r.scan_stats.rule_results_computed)
         for r in (first, wider, narrower)

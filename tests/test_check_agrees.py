@@ -42,7 +42,7 @@ def test_check_and_write_agree_on_copies_of_deprecated_code(package: Path) -> No
     written = _run(package, Mode.WRITE)
     write = _copied(written, package)
     assert sorted(check) == sorted(write) == sorted(COPIES)
-    deprecated = f"{package / SOURCE} may not change (diffusers accepts no changes to pipelines/deprecated/)"
+    deprecated = f"{package.name}/{SOURCE} may not change (diffusers accepts no changes to pipelines/deprecated/)"
     for name in COPIES:
         assert (check[name].fix, write[name].fix) == (None, None)  # neither fixable, nor counted as such
         assert not write[name].fixed

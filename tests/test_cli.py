@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from importlib import resources
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import jsonschema
 import pytest
 from cli_runner import codemod
 
+from codemods.project.index import installed_diffusers
 from tools.fixture_cases import find_case
 
 CASE = find_case("DIF004/adapter_denoising_loop")
@@ -224,3 +226,42 @@ def test_check_repo_outside_a_checkout_is_a_one_line_error(pipeline: Path) -> No
         "--check-repo needs the repository's own checks\n"
     )
     assert pipeline.read_text() == PIPELINE
+
+
+@pytest.mark.parametrize("given", [None, "--context", "CODEMOD_CONTEXT"])
+def test_a_lone_pipeline_file_uses_diffusers_classes_only_from_a_named_context(tmp_path: Path, given: str | None) -> None:
+    shutil.copy(installed_diffusers() / "pipelines" / "dit" / "pipeline_dit.py", tmp_path / "pipeline_dit.py")
+    arguments = ["--context", str(installed_diffusers())] if given == "--context" else []
+    env = {"CODEMOD_CONTEXT": str(installed_diffusers())} if given == "CODEMOD_CONTEXT" else {}
+    result = codemod("run", "--check", *arguments, "pipeline_dit.py", cwd=tmp_path, context=False, env=env)
+    found = [line.split(": ")[1].split()[0] for line in result.stdout.splitlines()]
+    said = f"1 file(s) outside any package looked up the diffusers classes they use in {installed_diffusers()} (--context)"
+    if given is None:
+        assert (found, said in result.stderr) == ([], False)
+    else:
+        assert (found, result.stderr.splitlines()[-1]) == (["DIF004"] * 3, said)
+
+
+def test_a_write_over_several_top_folders_says_how_many_files_it_wrote_in_each(tmp_path: Path) -> None:
+    # `codemod run .` on a checkout rewrote 125 files, 64 of them in examples/ and 7 in tests/, and said only "125".
+    for folder in ("examples", "examples", "tests"):
+        (tmp_path / folder).mkdir(exist_ok=True)
+    for place in ("examples/one.py", "examples/two.py", "tests/three.py"):
+        (tmp_path / place).write_text(PIPELINE)
+    result = codemod("run", ".", cwd=tmp_path)
+    assert "written: 2 file(s) in examples/, 1 file(s) in tests/" in result.stderr.splitlines()
+
+
+def test_the_readme_shows_no_write_in_place_over_a_whole_checkout() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    runs = [line.split("#")[0].split() for line in readme.splitlines() if line.startswith("codemod run ")]
+    over_everything = [run for run in runs if "." in run and not {"--diff", "--check"} & set(run)]
+    assert runs and over_everything == []
+
+
+def test_a_context_that_is_no_package_is_a_one_line_error(pipeline: Path) -> None:
+    result = codemod("run", "--check", "--context", str(pipeline.parent), "pipeline.py", cwd=pipeline.parent, context=False)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"codemod: error: --context {pipeline.parent}: not a package directory (no __init__.py); give e.g. src/diffusers\n"
+    )

@@ -110,7 +110,7 @@ def test_a_copy_whose_source_the_tree_does_not_define_is_declined_with_the_reaso
     live, copied = _live_copy_of(checkout, "pipelines.gone.Pipe")
     (finding,) = run(RunOptions(paths=(checkout / "src",), jobs=1)).findings
     assert finding.not_fixed_reason == (
-        f"`Pipe` in {live} is `# Copied from` `diffusers.pipelines.gone.Pipe`, which this tree does not define, "
+        f"`Pipe` in {live.relative_to(checkout)} is `# Copied from` `diffusers.pipelines.gone.Pipe`, which this tree does not define, "
         "so a change there cannot be shown to keep the copy"
     )
     assert live.read_text() == copied

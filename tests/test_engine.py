@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -13,9 +15,10 @@ from pathlib import Path
 import pytest
 
 import codemods.engine
+import codemods.engine.tree_write
 from codemods.engine.entry import Mode, RunOptions, run
 from codemods.engine.scan import ScanJob, run_scan_job
-from codemods.errors import RunAborted
+from codemods.errors import RunAborted, RunInterrupted
 from codemods.project.index import TreeInfo, installed_diffusers, module_name
 from codemods.rules import select_rules
 from codemods.rules.output_attribute_access import OutputAttributeAccess
@@ -42,9 +45,9 @@ def test_same_findings_with_and_without_the_cache_and_with_1_or_n_jobs(tree: Pat
         for case in list(tree.glob("*.py"))[:9]:
             shutil.copy(case, tree / f"copy{copy}_{case.name}")
     cache = tmp_path / "cache"
-    baseline = run(RunOptions(paths=(tree,), mode=Mode.CHECK, jobs=1))
-    cold = run(RunOptions(paths=(tree,), mode=Mode.CHECK, jobs=2, cache_dir=cache))
-    warm = run(RunOptions(paths=(tree,), mode=Mode.CHECK, jobs=2, cache_dir=cache))
+    baseline = run(RunOptions(context=installed_diffusers(), paths=(tree,), mode=Mode.CHECK, jobs=1))
+    cold = run(RunOptions(context=installed_diffusers(), paths=(tree,), mode=Mode.CHECK, jobs=2, cache_dir=cache))
+    warm = run(RunOptions(context=installed_diffusers(), paths=(tree,), mode=Mode.CHECK, jobs=2, cache_dir=cache))
     assert len(baseline.findings) > 20
     assert _findings(baseline) == _findings(cold) == _findings(warm)
     assert list(cache.glob("scan-*.pickle")) and (cache / ".gitignore").read_text().endswith("*\n")
@@ -53,9 +56,9 @@ def test_same_findings_with_and_without_the_cache_and_with_1_or_n_jobs(tree: Pat
 def test_a_changed_file_is_rescanned_not_served_from_the_cache(tree: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     target = tree / "kandinsky_movq_subscript.py"
-    first = run(RunOptions(paths=(target,), mode=Mode.CHECK, cache_dir=cache))
+    first = run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.CHECK, cache_dir=cache))
     target.write_text(target.read_text().replace('["sample"]', '["sample"]  # codemod: ignore[DIF004]'))
-    second = run(RunOptions(paths=(target,), mode=Mode.CHECK, cache_dir=cache))
+    second = run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.CHECK, cache_dir=cache))
     assert (len(first.findings), len(second.findings)) == (1, 0)
 
 
@@ -72,7 +75,7 @@ def test_a_rule_that_crashes_is_reported_and_the_file_left_untouched(
         return original_check(self, source, tree_info)
 
     monkeypatch.setattr(OutputAttributeAccess, "check", crash_on_one_file)
-    result = run(RunOptions(paths=(tree,), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(tree,), jobs=1))
     assert [(Path(e.path).name, e.message) for e in result.errors] == [
         ("kandinsky_movq_subscript.py", "rule DIF004 failed: RuntimeError: boom")
     ]
@@ -92,7 +95,7 @@ def test_a_worker_process_that_dies_aborts_the_run_and_nothing_is_written(
     assert len(before) >= 8  # enough files for a process pool
     monkeypatch.setattr(codemods.engine, "run_scan_job", _die)
     with pytest.raises(RunAborted, match="worker process died in the scan phase"):
-        run(RunOptions(paths=(tree,), jobs=2))
+        run(RunOptions(context=installed_diffusers(), paths=(tree,), jobs=2))
     assert {path: path.read_bytes() for path in tree.iterdir()} == before
 
 
@@ -122,7 +125,7 @@ def test_an_edit_that_crashes_leaves_the_file_untouched(tree: Path, monkeypatch:
         raise ValueError("cannot edit")
 
     monkeypatch.setattr(OutputAttributeAccess, "edit_first_output", broken_edit)
-    result = run(RunOptions(paths=(target,), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(target,), jobs=1))
     assert target.read_bytes() == before
     assert [e.message for e in result.errors] == ["fix failed: ValueError: cannot edit"]
     assert result.findings[0].not_fixed_reason == "fix failed: ValueError: cannot edit"
@@ -137,7 +140,7 @@ def test_an_edit_producing_invalid_code_is_not_written(tree: Path, monkeypatch: 
     monkeypatch.setattr(
         OutputAttributeAccess, "edit_first_output", lambda self, node, **params: cst.Await(expression=node.value)
     )
-    result = run(RunOptions(paths=(target,), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(target,), jobs=1))
     assert target.read_bytes() == before
     assert "does not compile" in result.errors[0].message
 
@@ -153,7 +156,7 @@ def test_a_non_idempotent_fix_is_refused(tree: Path, monkeypatch: pytest.MonkeyP
         "edit_first_output",
         lambda self, node, **params: cst.Subscript(value=node, slice=[cst.SubscriptElement(cst.Index(cst.Integer("0")))]),
     )
-    result = run(RunOptions(paths=(target,), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(target,), jobs=1))
     assert target.read_bytes() == before
     assert "not idempotent" in result.errors[0].message
 
@@ -161,7 +164,7 @@ def test_a_non_idempotent_fix_is_refused(tree: Path, monkeypatch: pytest.MonkeyP
 def test_writes_are_atomic_and_keep_the_file_mode(tree: Path) -> None:
     target = tree / "kandinsky_movq_subscript.py"
     os.chmod(target, 0o640)
-    run(RunOptions(paths=(target,), jobs=1))
+    run(RunOptions(context=installed_diffusers(), paths=(target,), jobs=1))
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert "return_dict=False)[0]" in target.read_text()
     assert [p.name for p in tree.iterdir() if p.name.startswith(".")] == []  # no temporary file left behind
@@ -172,8 +175,49 @@ def test_static_runs_never_import_torch(tree: Path) -> None:
         "import sys\n"
         "from pathlib import Path\n"
         "from codemods.engine.entry import RunOptions, run\n"
-        f"run(RunOptions(paths=(Path({str(tree)!r}),), jobs=1))\n"
+        f"run(RunOptions(context=Path({str(installed_diffusers())!r}), paths=(Path({str(tree)!r}),), jobs=1))\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'diffusers')))\n"
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert completed.stdout.strip() == "[]"
+
+
+def test_a_lone_pipeline_file_gets_the_same_findings_whether_diffusers_is_importable_or_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pre-commit hook's environment has no diffusers; the command line's usually has one.
+    lone, installed = tmp_path / "pipeline_dit.py", installed_diffusers()
+    shutil.copy(installed / "pipelines" / "dit" / "pipeline_dit.py", lone)
+    beside = run(RunOptions(paths=(lone,), mode=Mode.CHECK, jobs=1))
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *rest: None if name == "diffusers" else real_find_spec(name, *rest)
+    )
+    without = run(RunOptions(paths=(lone,), mode=Mode.CHECK, jobs=1))
+    named = run(RunOptions(paths=(lone,), mode=Mode.CHECK, jobs=1, context=installed))
+    assert _findings(beside) == _findings(without) == []
+    assert [f.code for f in named.findings] == ["DIF004"] * 3
+
+
+def test_ctrl_c_during_the_commit_finishes_it_and_says_every_file_was_written(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reference = shutil.copytree(tree, tmp_path / "reference")
+    run(RunOptions(context=installed_diffusers(), paths=(reference,), jobs=1))
+    rewritten = {path.name: path.read_bytes() for path in reference.iterdir()}
+    replace, renames = os.replace, []
+
+    def replace_then_ctrl_c(source: str, target: str) -> None:  # a real SIGINT, after the commit's second rename
+        replace(source, target)
+        renames.append(target)
+        if len(renames) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(codemods.engine.tree_write.os, "replace", replace_then_ctrl_c)
+    with pytest.raises(RunInterrupted) as interrupted:
+        run(RunOptions(context=installed_diffusers(), paths=(tree,), jobs=1))
+    assert str(interrupted.value) == (
+        f"interrupted during the write; it had begun, so it was finished: all {len(renames)} rewritten file(s) written"
+    )
+    assert {path.name: path.read_bytes() for path in tree.iterdir()} == rewritten
+

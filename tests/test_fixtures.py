@@ -14,12 +14,18 @@ from pathlib import Path
 import pytest
 
 from codemods.engine.entry import Mode, RunOptions, run
+from codemods.project.index import installed_diffusers
 from tools.fixture_cases import Case, all_cases, find_case, make_diff, write_files
 from tools.fixture_cases.sources import module_text
 
 
 def _run(code: str, target: Path):
-    return run(RunOptions(paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=(code,), jobs=1))
+    # A case is a few diffusers modules taken out of their package: the classes they use are looked up in the
+    # installed diffusers, as `codemod run --context` does.
+    options = RunOptions(
+        paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=(code,), jobs=1, context=installed_diffusers()
+    )
+    return run(options)
 
 
 def _render(result, root: Path) -> str:

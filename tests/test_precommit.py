@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from test_version_scheme import readme_pre_commit_config
 
+from codemods.project.index import installed_diffusers
 from tools.fixture_cases import find_case
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -121,3 +123,25 @@ def test_the_readmes_hook_at_its_pinned_sha_runs_from_this_repository(tmp_path: 
 
     assert stopped.returncode == 1, stopped.stdout
     assert "autoencoder.py:29:31: DIF004 [*] `.sample` read off `self._decode(...)`" in stopped.stdout
+
+
+def _findings_in(output: str) -> list[str]:
+    return re.findall(r"^pipeline_dit\.py:\d+:\d+: DIF\d+", output, re.MULTILINE)
+
+
+def test_the_hook_and_the_command_line_find_the_same_in_a_lone_pipeline_file(
+    tmp_path: Path, hook_repository: tuple[Path, str], pre_commit_home: Path
+) -> None:
+    # The hook's environment has no diffusers; this test's Python has one, which the command line reads
+    # only when `--context` names it. Reading it unasked, the command line found 3 DIF004 here and the hook 0.
+    project = _project(tmp_path, hook_repository, "diffusers-codemod-check")
+    shutil.copy(installed_diffusers() / "pipelines" / "dit" / "pipeline_dit.py", project / "pipeline_dit.py")
+    git("add", "pipeline_dit.py", cwd=project)
+    hook = _commit(project, pre_commit_home, "add a pipeline")
+    env = {key: value for key, value in os.environ.items() if key != "CODEMOD_CONTEXT"}
+    cli = subprocess.run(
+        [sys.executable, "-m", "codemod_cli", "run", "--check", "--no-cache", "pipeline_dit.py"],
+        cwd=project, env=env, capture_output=True, text=True,
+    )
+    assert "Passed" in hook.stdout and cli.returncode == 0, (hook.stdout, cli.stderr)
+    assert _findings_in(hook.stdout) == _findings_in(cli.stdout) == []

@@ -13,6 +13,7 @@ from codemods.engine.entry import Mode, RunOptions, run
 from codemods.findings import FixSafety
 from codemods.output.rule_docs import rule_sections
 from codemods.project.config import ConfigError
+from codemods.project.index import installed_diffusers
 from codemods.rules import all_rules, rule_class, select_rules
 from codemods.rules.base import DOC_SECTIONS
 from tools.fixture_cases import all_cases
@@ -36,7 +37,7 @@ def test_documentation_has_every_section(rule) -> None:
 def _run_snippet(rule, source: str, tmp_path: Path):
     target = tmp_path / "snippet.py"
     target.write_text(source)
-    result = run(RunOptions(paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=(rule.code,), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=(rule.code,), jobs=1))
     return result, target.read_text()
 
 

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import codemod
 
 from codemods.output.sarif_fixes import replacements
 from tools.fixture_cases import find_case
 
 ADAPTER = find_case("DIF004/adapter_denoising_loop")
-
-
-def codemod(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CODEMOD_CACHE_DIR": str(cwd / ".cache")}
-    return subprocess.run([sys.executable, "-m", "codemod_cli", *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
 def apply_replacements(text: str, changes: list[dict]) -> str:

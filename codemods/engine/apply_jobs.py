@@ -41,7 +41,9 @@ def run_apply_job(job: ApplyJob) -> Applied:
         return Applied(job.path, None, f"fix failed: {type(crash).__name__}: {crash}")
     try:
         compile(text, job.path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as error:
+    except SyntaxError as error:  # its str() names the file by its absolute path: the line is enough here
+        return Applied(job.path, None, f"fix produced code that does not compile: {error.msg} (line {error.lineno})")
+    except ValueError as error:
         return Applied(job.path, None, f"fix produced code that does not compile: {error}")
     return Applied(job.path, text)
 

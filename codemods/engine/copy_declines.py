@@ -32,26 +32,33 @@ def fix_copy_relations(index: ProjectIndex, finding: Finding) -> tuple[set[CopyP
     return pairs, unfound
 
 
-def unfound_reason(unfound: Collection[CopyBlock]) -> str:
+def unfound_reason(index: ProjectIndex, unfound: Collection[CopyBlock]) -> str:
     block = min(unfound, key=lambda b: (b.path, b.start_line))  # the reason must not depend on hash order
     return (
-        f"`{block.qualname}` in {block.path} is `# Copied from` `diffusers.{block.source}`, which this tree "
+        f"`{block.qualname}` in {index.shown(block.path)} is `# Copied from` `diffusers.{block.source}`, which this tree "
         "does not define, so a change there cannot be shown to keep the copy"
     )
 
 
-def pair_members(pair: CopyPair) -> str:
-    return f"`{pair.copy_qualname}` in {pair.copy_path} is `# Copied from` `{pair.source_qualname}` in {pair.source_path}"
+def pair_members(index: ProjectIndex, pair: CopyPair) -> str:
+    """The pair in words, its files named as the tree names them (never the machine's absolute paths)."""
+    return (
+        f"`{pair.copy_qualname}` in {index.shown(pair.copy_path)} is `# Copied from` `{pair.source_qualname}` "
+        f"in {index.shown(pair.source_path)}"
+    )
 
 
-def unchangeable_reason(pair: CopyPair, in_run: Collection[str], frozen: Collection[str]) -> str | None:
+def unchangeable_reason(
+    index: ProjectIndex, pair: CopyPair, in_run: Collection[str], frozen: Collection[str]
+) -> str | None:
     """Why the pair cannot change together in this run, whatever the fix: a member outside it, or one it may not change."""
-    outside = [p for p in (pair.copy_path, pair.source_path) if p not in in_run]
+    members = pair_members(index, pair)
+    outside = [index.shown(p) for p in (pair.copy_path, pair.source_path) if p not in in_run]
     if outside:
-        return f"{pair_members(pair)}; both must change together, and {', '.join(outside)} is not part of this run"
-    unchangeable = [p for p in (pair.copy_path, pair.source_path) if p in frozen]
+        return f"{members}; both must change together, and {', '.join(outside)} is not part of this run"
+    unchangeable = [index.shown(p) for p in (pair.copy_path, pair.source_path) if p in frozen]
     if unchangeable:
-        return f"{pair_members(pair)}; both must change together, and {', '.join(unchangeable)} may not change ({DEPRECATED_REASON})"
+        return f"{members}; both must change together, and {', '.join(unchangeable)} may not change ({DEPRECATED_REASON})"
     return None
 
 
@@ -59,10 +66,10 @@ def copy_decline(index: ProjectIndex, finding: Finding, in_run: Collection[str],
     """Why the finding's fix can never apply in this run because of its copy group (None: it may)."""
     pairs, unfound = fix_copy_relations(index, finding)
     if unfound:
-        return unfound_reason(unfound)
+        return unfound_reason(index, unfound)
     # Sorted, so the reason does not depend on hash order; the pairs the finding's own file is a member of
     # first, so the reason names the relation that binds it (a sibling copy's pair says nothing of this file).
     for pair in sorted(pairs, key=lambda p: (finding.path not in (p.copy_path, p.source_path), p)):
-        if reason := unchangeable_reason(pair, in_run, frozen):
+        if reason := unchangeable_reason(index, pair, in_run, frozen):
             return reason
     return None

@@ -4,32 +4,35 @@ discover files -> scan each (parallel, cached: parse, facts, rule checks) -> res
 against the whole tree -> plan fixes -> apply with libcst (parallel) -> re-scan the result
 (parses, compiles, its own findings ask for nothing more, `# Copied from` copies still agree) ->
 again over the tree as fixed, until a pass changes nothing (codemods/engine/fix_loop.py) ->
-write atomically / diff / report. A file that fails any step is left byte-for-byte as it was.
+write all or nothing (codemods/engine/tree_write.py) / diff / report. A file that fails any step is left
+byte-for-byte as it was. An interrupt (Ctrl-C) ends the run within a fraction of a second, as
+`RunInterrupted`, whose message says what was written: nothing, unless the commit had begun, which
+is then finished.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
-from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemods.engine.cache import ScanCache, digest
 from codemods.engine.copy_declines import copy_decline
 from codemods.engine.discovery import discover
+from codemods.engine.interrupts import InterruptWatch
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
 from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
-from codemods.errors import RunAborted, UsageError
+from codemods.engine.tree_write import PlannedWrite, TreeWrite
+from codemods.engine.worker_pool import in_workers
+from codemods.errors import RunInterrupted, UsageError
 from codemods.findings import FileError, Finding, FixSafety
 from codemods.project.config import Config, find_pyproject, load_config
 from codemods.project.facts import FileFacts
-from codemods.project.files import SourceText, WriteRefused, write_atomically
+from codemods.project.files import SourceText
 from codemods.project.frozen import is_deprecated_pipeline
-from codemods.project.index import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
+from codemods.project.index import ProjectIndex, TreeInfo, module_name, package_root, tree_relative
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
 from codemods.source import SourceFile
@@ -54,7 +57,12 @@ def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
     check_opt_ins(config.opt_in)
     base = config.pyproject.parent if config.pyproject else Path.cwd()
     files = discover(options.paths, config.exclude, base)
-    return _Run(options, config, rules, files, progress or (lambda *_: None)).execute()
+    with InterruptWatch() as interrupts:
+        current = _Run(options, config, rules, files, progress or (lambda *_: None), interrupts)
+        try:
+            return current.execute()
+        except KeyboardInterrupt:
+            raise RunInterrupted(current.interrupted_line()) from None
 
 
 def _include_deprecated(options: RunOptions, config: Config) -> bool:
@@ -62,8 +70,17 @@ def _include_deprecated(options: RunOptions, config: Config) -> bool:
 
 
 class _Run:
-    def __init__(self, options: RunOptions, config: Config, rules: list[Rule], files: list[Path], progress: Progress):
+    def __init__(
+        self,
+        options: RunOptions,
+        config: Config,
+        rules: list[Rule],
+        files: list[Path],
+        progress: Progress,
+        interrupts: InterruptWatch,
+    ):
         self.options = options
+        self.interrupts = interrupts
         self.rules = rules
         self.rule_by_code = {rule.code: rule for rule in rules}
         self.progress = progress
@@ -87,6 +104,8 @@ class _Run:
         if not _include_deprecated(options, config):
             self.frozen = {p for p, root in self.roots.items() if is_deprecated_pipeline(module_name(Path(p), root))}
         self.originals: dict[str, SourceText] = {}  # files a fix touches, as read before fixing
+        self.phase = "start"  # where an interrupt found the run
+        self.tree_write: TreeWrite | None = None
 
     def formatter_gate(self) -> FormatterGate | None:
         from codemods.edits.formatter import FormatterGate, find_pin  # only a run with fixes pays for it
@@ -108,12 +127,14 @@ class _Run:
             {root for root in self.roots.values() if root} | set(loose),
             {s.path: s.facts for s in scans.values() if s.facts},
             self.load_facts,
-            # Only a script outside any package resolves names against the installed diffusers.
-            reference=installed_diffusers() if loose else None,
+            # Only a script outside any package resolves names against a diffusers, and only one the user named:
+            # the pre-commit hook's environment has none installed, and one answer for one file beats a guess.
+            reference=self.options.context if loose else None,
         )
         errors = {path: s.error for path, s in scans.items() if s.error}
         findings = self.resolve(scans.values(), index, errors)
         result.findings, result.skipped = self.split_frozen(findings)
+        result.loose_files, result.context = len(loose), self.options.context
         if self.options.mode is not Mode.CHECK:
             from codemods.engine.fix_loop import fix_until_stable
 
@@ -122,8 +143,12 @@ class _Run:
             result.passes = settled.passes
             if settled.skipped is not None:
                 result.skipped = settled.skipped
-            if self.options.mode is Mode.WRITE:
-                self.write(result.changes, errors)
+            if self.options.mode is Mode.WRITE and not self.write(result.changes, errors):
+                result.changes = {}
+                result.findings = [
+                    replace(f, fixed=False, not_fixed_reason=errors[f.path].message) if f.fixed else f
+                    for f in result.findings
+                ]
         self.cache.save(self.used_cache_keys)
         result.errors = sorted(errors.values(), key=lambda e: e.path)
         result.findings.sort(key=Finding.sort_key)
@@ -190,21 +215,13 @@ class _Run:
 
     def map(self, function: Callable, jobs: list, phase: str, already: int = 0, total: int = 0) -> Iterator:
         total = total or len(jobs)
-        if len(jobs) < 8 or self.jobs == 1:
-            for done, job in enumerate(jobs, start=1):
-                yield function(job)
-                self.progress(phase, already + done, total)
-            return
-        chunk = max(1, min(8, len(jobs) // (self.jobs * 16)))
-        try:
-            with ProcessPoolExecutor(self.jobs, mp_context=get_context("fork"), initializer=_quiet_worker) as pool:
-                for done, value in enumerate(pool.map(function, jobs, chunksize=chunk), start=1):
-                    yield value
-                    self.progress(phase, already + done, total)
-        except BrokenProcessPool:
-            raise RunAborted(
-                f"a worker process died in the {phase} phase (out of memory, or a crash in the parser); nothing was written"
-            ) from None
+        self.phase = phase
+        few = len(jobs) < 8 or self.jobs == 1
+        values = map(function, jobs) if few else in_workers(function, jobs, self.jobs, phase)
+        for done, value in enumerate(values, start=1):
+            yield value
+            self.interrupts.check()
+            self.progress(phase, already + done, total)
 
     def resolve(self, scans: Iterable[Scan], index: ProjectIndex, errors: dict[str, FileError]) -> list[Finding]:
         """The scans' findings confirmed against the whole tree: new values (`Rule.resolve` never changes its argument)."""
@@ -235,19 +252,31 @@ class _Run:
             return False
         return finding.fix.safety is FixSafety.SAFE or self.options.unsafe_fixes
 
-    def write(self, changes: dict[str, tuple[str, str]], errors: dict[str, FileError]) -> None:
-        for path, (_, after) in list(changes.items()):
-            original = self.originals[path]
-            try:
-                write_atomically(path, original.encode(after), expected=original.data)
-            except WriteRefused as refused:
-                errors[path] = FileError(path, str(refused))
-                del changes[path]
+    def write(self, changes: dict[str, tuple[str, str]], errors: dict[str, FileError]) -> bool:
+        """Every changed file written, or none (then each has its error): whether they were."""
+        self.interrupts.check()
+        self.phase = "stage"
+        self.tree_write = TreeWrite(
+            [PlannedWrite(path, after, self.originals[path]) for path, (_, after) in changes.items()], self.display
+        )
+        refused = self.tree_write.run()
+        for path, reason in refused.items():
+            errors[path] = FileError(path, reason)
+        return not refused
 
+    def display(self, path: str) -> str:
+        return tree_relative(path, self.roots.get(path))
 
-def _quiet_worker() -> None:
-    # A scan makes no reference cycles (a test holds it to that), so reference counting frees every
-    # tree and the cycle collector would only cost time.
-    import gc
+    def interrupted_line(self) -> str:
+        """What an interrupt at this point of the run leaves on disk, in one line."""
+        staged = self.tree_write
+        if staged is not None and staged.written:
+            count = len(staged.written)
+            return f"interrupted during the write; it had begun, so it was finished: all {count} rewritten file(s) written"
+        if staged is not None and staged.committing:  # a rename failed and the renamed files were put back
+            return "interrupted as a failed write was undone; nothing written, the tree is as it was"
+        if staged is not None:
+            count = len(staged.planned)
+            return f"interrupted while staging {count} rewritten file(s); nothing written, the tree is as it was"
+        return f"interrupted in the {self.phase} phase; nothing written, the tree is as it was"
 
-    gc.disable()

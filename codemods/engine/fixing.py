@@ -201,7 +201,7 @@ class Fixer:
                 continue
             pairs, unfound = fix_copy_relations(self.index, finding)
             if unfound:
-                self.declined[id(finding)] = unfound_reason(unfound)
+                self.declined[id(finding)] = unfound_reason(self.index, unfound)
                 settled = False
                 continue
             for pair in sorted(pairs):  # sorted: the reason must not depend on hash order
@@ -215,9 +215,9 @@ class Fixer:
 
     def _copy_problem(self, pair: CopyPair, before, after, facts_after) -> str | None:
         # The static part is the resolve phase's too (codemods/engine/copy_declines.py): asked again here as a backstop.
-        if reason := unchangeable_reason(pair, self.run.in_run, self.run.frozen):
+        if reason := unchangeable_reason(self.index, pair, self.run.in_run, self.run.frozen):
             return reason
-        members = pair_members(pair)
+        members = pair_members(self.index, pair)
         if not copy_is_consistent(pair, before, self.index.facts):
             return f"{members}, but they already differ, so agreement after the fix cannot be shown"
         if not copy_is_consistent(pair, after, facts_after):

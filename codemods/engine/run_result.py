@@ -35,6 +35,9 @@ class RunOptions:
     include_deprecated: bool | None = None
     # Added to `[tool.codemod] opt-in`: the verifier and the bot take the fixes whose tests they run themselves.
     opt_in: tuple[str, ...] = ()
+    # A diffusers package directory that files outside any package resolve class names against (None: none;
+    # never the installed one unasked, so the pre-commit hook's environment, which has none, gives the same answer).
+    context: Path | None = None
 
 
 @dataclass
@@ -59,6 +62,8 @@ class RunResult:
     formatter: GateReport | None = None  # the target's pinned formatter as a gate on our hunks (None: none pinned)
     scan_stats: ScanStats = field(default_factory=ScanStats)
     passes: int = 0  # fix passes that changed the tree (codemods/engine/fix_loop.py)
+    loose_files: int = 0  # files outside any package: what they name from diffusers is resolved only in `context`
+    context: Path | None = None
 
     @property
     def remaining(self) -> list[Finding]:
@@ -88,6 +93,8 @@ class RunResult:
             "errors": len(self.errors),
             "skipped": self.skipped_summary(),
             "formatter": self.formatter.to_dict() if self.formatter else None,
+            "files_outside_package": self.loose_files,
+            "context": str(self.context) if self.context else None,
         }
 
     def skipped_summary(self) -> list[dict[str, object]]:

@@ -77,7 +77,27 @@ def summary_notes(result: RunResult) -> list[str]:
     ]
     if result.formatter is not None:
         notes.append(result.formatter.line())
+    if result.mode is Mode.WRITE and len(places := _top_folders(result.changes)) > 1:
+        # `codemod run .` on a checkout also rewrites examples/ and tests/: say so, folder by folder.
+        notes.append("written: " + ", ".join(f"{count} file(s) in {folder}" for folder, count in places.items()))
+    if result.loose_files and result.context is not None:
+        notes.append(
+            f"{result.loose_files} file(s) outside any package looked up the diffusers classes they use in "
+            f"{display_path(str(result.context))} (--context)"
+        )
     return notes
+
+
+def _top_folders(paths) -> dict[str, int]:
+    """How many of `paths` lie in each top folder of the current directory (`src/`, `examples/`, `./` for files
+    right in it; a file outside it by its own folder)."""
+    counts: dict[str, int] = {}
+    for path in sorted(paths):
+        shown = display_path(path)
+        head = os.path.dirname(shown) if os.path.isabs(shown) else shown.split(os.sep)[0]
+        folder = "./" if head == shown else head + "/"
+        counts[folder] = counts.get(folder, 0) + 1
+    return counts
 
 
 def unified_diff(result: RunResult) -> str:

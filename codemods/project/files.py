@@ -4,7 +4,8 @@ Python accepts a UTF-8 byte-order mark, a PEP 263 `# -*- coding: ... -*-` declar
 mix of `\\n`, `\\r\\n` and `\\r` line endings. A file is decoded as Python would decode it and,
 when a fix changes it, encoded back the same way (same encoding, BOM kept); line endings are
 never translated (the text keeps them, libcst keeps them, and new lines take the file's own).
-Writes are atomic and refuse files the user cannot (or chose not to) write.
+A run refuses files the user cannot (or chose not to) write; it writes its files all or none
+(codemods/engine/tree_write.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import codecs
 import os
 import stat
-import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,26 +92,3 @@ def why_not_writable(path: str | Path) -> str | None:
     if not os.access(Path(path).parent, os.W_OK | os.X_OK):
         return "its directory is read-only; not changed"
     return None
-
-
-def write_atomically(path: str | Path, data: bytes, expected: bytes) -> None:
-    """Replace `path` with `data` in one step, if it still holds `expected`; its mode is kept.
-
-    Raises WriteRefused (the file is then exactly as it was, and no temporary file is left).
-    """
-    target = Path(path)
-    try:
-        if target.read_bytes() != expected:
-            raise WriteRefused("changed on disk during the run; not written")
-        mode = stat.S_IMODE(target.stat().st_mode)
-        handle = tempfile.NamedTemporaryFile("wb", dir=target.parent, prefix=f".{target.name}.", delete=False)
-    except OSError as error:
-        raise WriteRefused(f"cannot write: {error.strerror}") from None
-    try:
-        with handle:
-            handle.write(data)
-        os.chmod(handle.name, mode)
-        os.replace(handle.name, target)
-    except OSError as error:
-        Path(handle.name).unlink(missing_ok=True)
-        raise WriteRefused(f"cannot write: {error.strerror}") from None

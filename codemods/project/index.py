@@ -46,6 +46,16 @@ def package_root(path: Path) -> Path | None:
     return root
 
 
+def tree_relative(path: str | Path, root: Path | None) -> str:
+    """How a message names a file: from the package's parent (`diffusers/models/x.py`), or from the checkout in a
+    `src/` layout (`src/diffusers/models/x.py`, as diffusers names its own files); a file outside any package by its
+    name. Never the machine's absolute path: the same tree gives the same text wherever it lies."""
+    if root is None:
+        return Path(path).name
+    top = root.parent.parent if root.parent.name == "src" else root.parent
+    return Path(path).relative_to(top).as_posix() if Path(path).is_relative_to(top) else str(path)
+
+
 def module_name(path: Path, root: Path | None) -> str:
     if root is None:
         return path.stem
@@ -137,10 +147,17 @@ class ProjectIndex:
                 self._texts[path] = None
         return self._texts[path]
 
+    def _root_of(self, path: str) -> Path | None:
+        return next((r for r in self._roots if r.is_dir() and Path(path).is_relative_to(r)), None)
+
+    def shown(self, path: str) -> str:
+        """`path` as messages name it (codemods.project.tree_relative)."""
+        return tree_relative(path, self._root_of(path) or (self._reference._root_of(path) if self._reference else None))
+
     def facts(self, path: str) -> FileFacts | None:
         if path not in self._facts:
             text = self.text(path)
-            root = next((r for r in self._roots if r.is_dir() and Path(path).is_relative_to(r)), None)
+            root = self._root_of(path)
             module = module_name(Path(path), root)
             self._facts[path] = self._load(path, module, text) if text is not None else None
         return self._facts[path]

@@ -15,11 +15,12 @@ from pathlib import Path
 from installed_trees import DiffusersTrees, run_python_in_tree
 
 from codemods.engine.entry import Mode, RunOptions, run
+from codemods.project.index import installed_diffusers
 from tools.fixture_cases import find_case, write_files
 
 
 def _run(*paths: Path, unsafe: bool = True):
-    return run(RunOptions(paths=paths, mode=Mode.WRITE, unsafe_fixes=unsafe, select=("DIF001",), jobs=1))
+    return run(RunOptions(context=installed_diffusers(), paths=paths, mode=Mode.WRITE, unsafe_fixes=unsafe, select=("DIF001",), jobs=1))
 
 
 def _fix_snippet(tmp_path: Path, code: str, unsafe: bool = True):
@@ -39,9 +40,11 @@ def test_source_with_copies_outside_the_run_is_left_unfixed(tmp_path: Path) -> N
 
     [finding] = result.findings
     assert not finding.fixed
+    # The files named as the tree names them, never by this machine's absolute paths.
+    alpha, nucleus = "diffusers/models/transformers/transformer_alpha.py", "diffusers/models/transformers/transformer_nucleusmoe_image.py"
     assert finding.not_fixed_reason == (
-        f"`AlphaEmbedRope` in {transformers / 'transformer_alpha.py'} is `# Copied from` `NucleusMoEEmbedRope` in "
-        f"{source}; both must change together, and {transformers / 'transformer_alpha.py'} is not part of this run"
+        f"`AlphaEmbedRope` in {alpha} is `# Copied from` `NucleusMoEEmbedRope` in "
+        f"{nucleus}; both must change together, and {alpha} is not part of this run"
     )
     assert source.read_text() == before
 

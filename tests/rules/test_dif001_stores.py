@@ -13,10 +13,11 @@ from pathlib import Path
 from release_files import installed_copy, release_copy
 
 from codemods.engine.entry import Mode, RunOptions, run
+from codemods.project.index import installed_diffusers
 
 
 def _fix(path: Path):
-    return run(RunOptions(paths=(path,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF001",), jobs=1))
+    return run(RunOptions(context=installed_diffusers(), paths=(path,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF001",), jobs=1))
 
 
 def test_wan_rope_store_becomes_the_cached_getter(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from codemods.engine.entry import Mode, RunOptions, run
 from codemods.findings import FixSafety
+from codemods.project.index import installed_diffusers
 from tools.fixture_cases import find_case, write_files
 
 HEAD = """
@@ -37,7 +38,7 @@ GETTER = """
 
 
 def _run(target: Path, unsafe: bool = True):
-    return run(RunOptions(paths=(target,), mode=Mode.WRITE, unsafe_fixes=unsafe, select=("DIF001",), jobs=1))
+    return run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.WRITE, unsafe_fixes=unsafe, select=("DIF001",), jobs=1))
 
 
 def _snippet(tmp_path: Path, init: str, methods: str) -> Path:

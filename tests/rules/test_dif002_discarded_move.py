@@ -14,12 +14,13 @@ from release_files import release_copy, release_text
 
 from codemods.engine.entry import Mode, RunOptions, run
 from codemods.findings import FixSafety
+from codemods.project.index import installed_diffusers
 
 MOVE = 'sigmas.to("cpu")'
 
 
 def _fix(path: Path, unsafe: bool = True):
-    return run(RunOptions(paths=(path,), mode=Mode.WRITE, unsafe_fixes=unsafe, select=("DIF002",), jobs=1))
+    return run(RunOptions(context=installed_diffusers(), paths=(path,), mode=Mode.WRITE, unsafe_fixes=unsafe, select=("DIF002",), jobs=1))
 
 
 def _moves(text: str) -> list[tuple[int, str]]:

@@ -10,12 +10,13 @@ from release_files import installed_copy
 
 from codemods.engine.entry import Mode, RunOptions, run
 from codemods.project.config import ConfigError
+from codemods.project.index import installed_diffusers
 
 AUTOENCODER = "models/autoencoders/autoencoder_kl.py"
 
 
 def _run(path: Path, mode: Mode = Mode.CHECK):
-    return run(RunOptions(paths=(path,), mode=mode, select=("DIF004",), jobs=1))
+    return run(RunOptions(context=installed_diffusers(), paths=(path,), mode=mode, select=("DIF004",), jobs=1))
 
 
 def _opt_in(directory: Path, *names: str) -> None:

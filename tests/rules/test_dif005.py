@@ -80,7 +80,7 @@ def test_the_rewrite_only_inserts_the_guarded_call_before_the_loop(tmp_path: Pat
     shutil.copy(installed_diffusers() / PIPELINE, target)
     before = target.read_text().splitlines()
 
-    result = run(RunOptions(paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF005",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF005",), jobs=1))
 
     after = target.read_text().splitlines()
     assert [f.fixed for f in result.findings] == [True]
@@ -133,7 +133,7 @@ def reviewed(tmp_path_factory: pytest.TempPathFactory) -> Reviewed:
     root = tmp_path_factory.mktemp("reviewed")
     for name in REVIEWED:
         shutil.copy(installed_diffusers() / "pipelines" / name, root / Path(name).name)
-    options = RunOptions(paths=(root,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF005", "DIF007"), jobs=1)
+    options = RunOptions(context=installed_diffusers(), paths=(root,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF005", "DIF007"), jobs=1)
     return Reviewed(root, run(options))
 
 
@@ -209,7 +209,7 @@ def test_a_loop_that_steps_twice_per_iteration_is_still_fixed(reviewed: Reviewed
 def test_schedulers_without_a_begin_index_get_nothing_in_an_old_release() -> None:
     # Schedulers before 0.27 look their first index up whatever the pipeline sets: a guarded call does nothing.
     pipeline = release_tree("0.25.1") / "diffusers" / PIPELINE
-    result = run(RunOptions(paths=(pipeline,), mode=Mode.CHECK, select=("DIF005",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(pipeline,), mode=Mode.CHECK, select=("DIF005",), jobs=1))
     assert result.findings == [] and result.errors == []
 
 

@@ -10,6 +10,7 @@ from release_files import installed_copy, release_copy
 
 from codemods.engine.entry import Mode, RunOptions, run
 from codemods.findings import FixSafety
+from codemods.project.index import installed_diffusers
 
 FORWARD = """
 import torch
@@ -25,7 +26,7 @@ class Block(torch.nn.Module):
 def _check(tmp_path: Path, expression: str):
     target = tmp_path / "block.py"
     target.write_text(textwrap.dedent(FORWARD.format(expression=expression)))
-    result = run(RunOptions(paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF006",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF006",), jobs=1))
     (finding,) = result.findings
     return finding, target.read_text()
 
@@ -65,7 +66,7 @@ def test_python_values_copied_every_call_are_reported(tmp_path: Path) -> None:
 
 def _run_release(version: str, relative: str, tmp_path: Path, select: tuple[str, ...] = ("DIF006",)):
     path = release_copy(version, relative, tmp_path)
-    result = run(RunOptions(paths=(path,), mode=Mode.WRITE, unsafe_fixes=True, select=select, jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(path,), mode=Mode.WRITE, unsafe_fixes=True, select=select, jobs=1))
     return path, result
 
 
@@ -111,7 +112,7 @@ def test_an_optional_tensor_parameter_is_never_the_device(tmp_path: Path) -> Non
             """
         )
     )
-    result = run(RunOptions(paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF006",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF006",), jobs=1))
     [finding] = result.findings
     assert finding.fixed and "torch.linspace(0, 1, 4, device=x.device)" in target.read_text()
 
@@ -124,7 +125,7 @@ def _omnigen_rope(tmp_path: Path) -> Path:
 
 def test_omnigens_rope_factors_are_cached_per_device(tmp_path: Path) -> None:
     path = _omnigen_rope(tmp_path)
-    result = run(RunOptions(paths=(path,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF006",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(path,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF006",), jobs=1))
     assert [(f.line, f.fix_safety, f.fixed) for f in result.findings] == [
         (156, FixSafety.UNSAFE, True),
         (158, FixSafety.UNSAFE, True),
@@ -139,7 +140,7 @@ def test_a_factor_list_extended_after_init_is_not_cached(tmp_path: Path) -> None
     assert text.count(last_of_init) == 1
     extend = "\n    def extend(self, factors):\n        self.long_factor.extend(factors)\n"
     path.write_text(text.replace(last_of_init, last_of_init + extend))
-    result = run(RunOptions(paths=(path,), mode=Mode.CHECK, unsafe_fixes=True, select=("DIF006",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(path,), mode=Mode.CHECK, unsafe_fixes=True, select=("DIF006",), jobs=1))
     long_factor, short_factor = result.findings
     assert (long_factor.line, long_factor.fix) == (159, None)
     assert long_factor.not_fixed_reason == "line 154 reads `self.long_factor` other than to copy it, and may change it"
@@ -214,7 +215,7 @@ def test_a_build_not_proven_constant_is_reported_with_the_reason(
 ) -> None:
     target = tmp_path / "rope.py"
     target.write_text(ROPE.format(value=value, build=build, after=after))
-    result = run(RunOptions(paths=(target,), mode=Mode.CHECK, unsafe_fixes=True, select=("DIF006",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.CHECK, unsafe_fixes=True, select=("DIF006",), jobs=1))
     [finding] = result.findings
     assert (finding.fix, finding.not_fixed_reason) == (None, reason)
 
@@ -225,7 +226,7 @@ def test_an_init_argument_rebound_before_it_is_kept_is_not_provably_constant(tmp
     target.write_text(
         source.replace("        super().__init__()\n", "        super().__init__()\n        factors = self.inv_freq\n")
     )
-    result = run(RunOptions(paths=(target,), mode=Mode.CHECK, unsafe_fixes=True, select=("DIF006",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.CHECK, unsafe_fixes=True, select=("DIF006",), jobs=1))
     [finding] = result.findings
     assert (finding.fix, finding.not_fixed_reason) == (
         None,

@@ -8,12 +8,13 @@ from pathlib import Path
 from release_files import installed_copy
 
 from codemods.engine.entry import Mode, RunOptions, run
+from codemods.project.index import installed_diffusers
 
 
 def _messages(tmp_path: Path, code: str) -> list[tuple[int, str]]:
     target = tmp_path / "snippet.py"
     target.write_text(textwrap.dedent(code))
-    result = run(RunOptions(paths=(target,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
     return [(f.line, f.message) for f in result.findings]
 
 
@@ -84,7 +85,7 @@ def test_ledits_timesteps_kept_on_the_cpu_are_not_syncs(tmp_path: Path) -> None:
     # LEDITS++ calls `set_timesteps` without a device: `if t <= 800:` and `t_to_idx[int(t)]` read CPU tensors.
     path = installed_copy("pipelines/ledits_pp/pipeline_leditspp_stable_diffusion.py", tmp_path)
     lines = path.read_text().splitlines()
-    result = run(RunOptions(paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
     reported = {lines[f.line - 1].strip() for f in result.findings}
     assert "if t <= 800:" in {line.strip() for line in lines}
     assert not any("t <= 800" in line or "int(t)" in line for line in reported)
@@ -111,7 +112,7 @@ def test_skyreels_update_mask_built_on_the_cpu_is_not_a_sync(tmp_path: Path) -> 
     # rows (no device): `update_mask_i[idx].item()` in the per-block loop reads a CPU tensor.
     path = installed_copy("pipelines/skyreels_v2/pipeline_skyreels_v2_diffusion_forcing.py", tmp_path)
     lines = path.read_text().splitlines()
-    result = run(RunOptions(paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
     assert "if update_mask_i[idx].item():" in {line.strip() for line in lines}
     assert not any("update_mask_i[idx].item()" in lines[f.line - 1] for f in result.findings)
 
@@ -141,7 +142,7 @@ def test_ledits_per_step_cpu_copies_of_guidance_masks_are_reported(tmp_path: Pat
     # since the `.sample` binding at the top of each iteration kills it. The attention-store mask stays unknown.
     path = installed_copy("pipelines/ledits_pp/pipeline_leditspp_stable_diffusion.py", tmp_path)
     lines = path.read_text().splitlines()
-    result = run(RunOptions(paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
     reported = [lines[f.line - 1].strip() for f in result.findings if "copies a device tensor" in f.message]
     assert reported == ["self.activation_mask[i, c] = intersect_mask.detach().cpu()", "torch.where("]
 
@@ -150,7 +151,7 @@ def test_the_precomputed_schedule_and_dif005s_begin_index_both_go_before_one_wit
     # ZImageControlNetPipeline (0.42.1): DIF005 and DIF007 each insert before the loop's `with`.
     path = installed_copy("pipelines/z_image/pipeline_z_image_controlnet.py", tmp_path)
     installed_copy("schedulers/scheduling_flow_match_euler_discrete.py", tmp_path)
-    options = RunOptions(paths=(tmp_path,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF005", "DIF007"), jobs=1)
+    options = RunOptions(context=installed_diffusers(), paths=(tmp_path,), mode=Mode.WRITE, unsafe_fixes=True, select=("DIF005", "DIF007"), jobs=1)
     result = run(options)
     assert not result.errors
     assert {f.code for f in result.findings if f.fixed} == {"DIF005", "DIF007"}
@@ -180,7 +181,7 @@ class Block(torch.nn.Module):
 def _fill_finding(tmp_path: Path, n_type: str = "int", dtype: str = "torch.int32", between: str = "pass"):
     target = tmp_path / "snippet.py"
     target.write_text(_FILLED.format(n_type=n_type, dtype=dtype, between=between))
-    result = run(RunOptions(paths=(target,), mode=Mode.WRITE, select=("DIF007",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.WRITE, select=("DIF007",), jobs=1))
     [finding] = result.findings
     return finding, target.read_text()
 

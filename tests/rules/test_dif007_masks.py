@@ -11,6 +11,7 @@ from pathlib import Path
 from release_files import installed_copy
 
 from codemods.engine.entry import Mode, RunOptions, run
+from codemods.project.index import installed_diffusers
 
 LLADA2 = "pipelines/llada2/pipeline_llada2.py"
 BLOCK_REFINEMENT = "schedulers/scheduling_block_refinement.py"
@@ -19,7 +20,7 @@ BLOCK_REFINEMENT = "schedulers/scheduling_block_refinement.py"
 def _reported(path: Path) -> dict[str, str]:
     """The stripped source line of each DIF007 finding, with its message."""
     lines = path.read_text().splitlines()
-    result = run(RunOptions(paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
+    result = run(RunOptions(context=installed_diffusers(), paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
     assert not result.errors
     return {f"{f.line}: {lines[f.line - 1].strip()}": f.message for f in result.findings}
 

@@ -8,10 +8,11 @@ from pathlib import Path
 from release_files import installed_copy
 
 from codemods.engine.entry import Mode, RunOptions, run
+from codemods.project.index import installed_diffusers
 
 
 def _check(*paths: Path):
-    return run(RunOptions(paths=paths, mode=Mode.CHECK, select=("DIF009",), jobs=1)).findings
+    return run(RunOptions(context=installed_diffusers(), paths=paths, mode=Mode.CHECK, select=("DIF009",), jobs=1)).findings
 
 
 def _snippet(tmp_path: Path, code: str) -> Path:

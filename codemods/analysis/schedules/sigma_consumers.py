@@ -89,7 +89,7 @@ def consumers_verdict(scheduler: str, own_path: str, index: ProjectIndex, code: 
     if needs:
         path, use = needs[0]
         return (
-            f"{path}:{use.line} holds a {scheduler} and {use.why} (`{use.text}`), "
+            f"{index.shown(path)}:{use.line} holds a {scheduler} and {use.why} (`{use.text}`), "
             "a use this rule cannot show to work with CPU sigmas"
         ), ""
     if holders:

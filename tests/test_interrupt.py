@@ -1,0 +1,135 @@
+"""Ctrl-C during `codemod run --unsafe-fixes` on a copy of the installed diffusers: the tree is left either as it
+was or as the complete rewrite, never between, and the run says which in one line and exits 130.
+
+The signal is a real SIGINT sent to the run's process group, as a terminal sends it, at moments the test
+sees from outside: while the workers scan (they are the run's children), and the instant the first rewritten
+file is staged beside its target (the run is stopped there with SIGSTOP so that the signal lands in
+staging, not later). A signal during the commit's renames, too short to hit from outside, is sent from
+inside by the renames themselves (tests/test_tree_write.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from codemods.project.index import installed_diffusers
+
+INTERRUPTED = 130
+
+
+def _copy(source: Path, destination: Path) -> Path:
+    shutil.rmtree(destination / "diffusers", ignore_errors=True)
+    shutil.copytree(source, destination / "diffusers", ignore=shutil.ignore_patterns("__pycache__"))
+    return destination
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _start(root: Path, cache: Path | None) -> subprocess.Popen:
+    cache_args = ["--no-cache"] if cache is None else []
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **({"CODEMOD_CACHE_DIR": str(cache)} if cache else {})}
+    return subprocess.Popen(
+        [sys.executable, "-m", "codemod_cli", "run", "--unsafe-fixes", "--jobs", "2", *cache_args, "diffusers"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a shell's foreground job: Ctrl-C reaches it all
+    )
+
+
+def _wait_until(condition, run: subprocess.Popen, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert run.poll() is None, f"the run ended before the moment came: {run.stderr.read()}"
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+
+
+def _has_workers(run: subprocess.Popen) -> bool:
+    children = Path(f"/proc/{run.pid}/task/{run.pid}/children")
+    return bool(children.read_text().split())
+
+
+def _staged_files(root: Path) -> list[Path]:
+    return list(root.rglob(".*.codemod-*"))
+
+
+def _interrupt(run: subprocess.Popen, stop_first: bool) -> tuple[float, str]:
+    """Ctrl-C on the run's process group; the seconds until it exited, and its stderr."""
+    group = os.getpgid(run.pid)
+    if stop_first:  # frozen where it stands, so that the signal is taken there
+        os.killpg(group, signal.SIGSTOP)
+    sent = time.monotonic()
+    os.killpg(group, signal.SIGINT)
+    if stop_first:
+        os.killpg(group, signal.SIGCONT)
+    _, stderr = run.communicate(timeout=60)
+    return time.monotonic() - sent, stderr
+
+
+@dataclass(frozen=True)
+class Reference:
+    root: Path  # where every run of this module happens: the scan cache is keyed by path
+    cache: Path  # warm from the uninterrupted run
+    original: dict[str, str]  # digests of the tree as copied
+    rewritten: dict[str, str]  # digests after an uninterrupted run
+
+    def fresh_tree(self) -> Path:
+        return _copy(installed_diffusers(), self.root)
+
+    def changed(self) -> int:
+        return len([path for path in self.rewritten if self.rewritten[path] != self.original[path]])
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    root = _copy(installed_diffusers(), tmp_path_factory.mktemp("tree"))
+    original = _digests(root)
+    cache = tmp_path_factory.mktemp("cache")
+    completed = _start(root, cache)
+    completed.communicate(timeout=900)
+    assert completed.returncode == 1  # findings remain; no error
+    reference = Reference(root, cache, original, _digests(root))
+    assert reference.changed() > 100
+    return reference
+
+
+def test_ctrl_c_while_scanning_writes_nothing_and_says_so_at_once(reference: Reference) -> None:
+    root = reference.fresh_tree()
+    run = _start(root, cache=None)
+    _wait_until(lambda: _has_workers(run), run)
+    seconds, stderr = _interrupt(run, stop_first=False)
+    assert run.returncode == INTERRUPTED
+    assert stderr.splitlines() == ["codemod: interrupted in the scan phase; nothing written, the tree is as it was"]
+    assert _digests(root) == reference.original
+    assert seconds < 3  # it took up to 5.7 s, the workers finishing every queued file (0.1 s measured here)
+
+
+def test_ctrl_c_at_the_first_staged_file_writes_nothing_and_leaves_no_staged_file(reference: Reference) -> None:
+    root = reference.fresh_tree()
+    run = _start(root, reference.cache)
+    _wait_until(lambda: bool(_staged_files(root)), run)
+    _, stderr = _interrupt(run, stop_first=True)
+    assert run.returncode == INTERRUPTED
+    assert stderr.splitlines() == [
+        f"codemod: interrupted while staging {reference.changed()} rewritten file(s); nothing written, the tree is as it was"
+    ]
+    assert _digests(root) == reference.original
