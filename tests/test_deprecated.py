@@ -103,7 +103,9 @@ def test_the_reason_names_the_findings_own_copy_and_not_a_sibling_copy(checkout:
     live, _ = _live_copy_of(checkout, "pipelines.deprecated.old.Pipe")
     findings = run(RunOptions(paths=(checkout / "src",), jobs=1)).findings
     reasons = {Path(f.path).name: f.not_fixed_reason for f in findings}
-    assert reasons["live.py"].startswith(f"`Pipe` in {live} is `# Copied from` `Pipe` in {_deprecated(checkout)};")
+    assert reasons["live.py"].startswith(
+        f"`Pipe` in {live.relative_to(checkout)} is `# Copied from` `Pipe` in {_deprecated(checkout).relative_to(checkout)};"
+    )
 
 
 def test_a_copy_whose_source_the_tree_does_not_define_is_declined_with_the_reason(checkout: Path) -> None:

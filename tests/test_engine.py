@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import codemods.engine
+import codemods.engine.entry
 import codemods.engine.tree_write
 from codemods.engine.entry import Mode, RunOptions, run
 from codemods.engine.scan import ScanJob, run_scan_job
@@ -93,7 +93,7 @@ def test_a_worker_process_that_dies_aborts_the_run_and_nothing_is_written(
 ) -> None:
     before = {path: path.read_bytes() for path in tree.iterdir()}
     assert len(before) >= 8  # enough files for a process pool
-    monkeypatch.setattr(codemods.engine, "run_scan_job", _die)
+    monkeypatch.setattr(codemods.engine.entry, "run_scan_job", _die)
     with pytest.raises(RunAborted, match="worker process died in the scan phase"):
         run(RunOptions(context=installed_diffusers(), paths=(tree,), jobs=2))
     assert {path: path.read_bytes() for path in tree.iterdir()} == before
