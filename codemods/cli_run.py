@@ -54,6 +54,14 @@ def run(
             "rule's `codemod explain`); repeatable.",
         ),
     ] = None,
+    include_cold: Annotated[
+        bool,
+        typer.Option(
+            "--include-cold",
+            help="Also list findings not paid per denoising step (once per generation or call, the last step only, "
+            "a model no pipeline runs per step); fixes are applied either way.",
+        ),
+    ] = False,
     check_repo: Annotated[
         bool,
         typer.Option(
@@ -88,8 +96,8 @@ def run(
     )
     with _progress(enabled=output_format is OutputFormat.text) as progress:
         result = run_engine(options, progress)
-    _print_result(result, output_format)
-    code = result.exit_code()
+    _print_result(result, output_format, include_cold)
+    code = result.exit_code(include_cold)
     if in_place is not None:
         from bot.verify.repo_checks import repo_checks_lines
 
@@ -117,15 +125,15 @@ def _repo_checks_before(paths: tuple[Path, ...]):  # -> bot.verify.repo_checks.I
         raise UsageError(str(error)) from None
 
 
-def _print_result(result, output_format: OutputFormat) -> None:
+def _print_result(result, output_format: OutputFormat, include_cold: bool) -> None:
     from codemods import report
 
     if output_format is OutputFormat.json:
-        print(report.as_json(result))
+        print(report.as_json(result, include_cold))
     elif output_format is OutputFormat.sarif:
-        print(report.as_sarif(result))
+        print(report.as_sarif(result, include_cold))
     elif output_format is OutputFormat.github:
-        text = report.as_github(result)
+        text = report.as_github(result, include_cold)
         if text:
             print(text)
     else:
@@ -136,13 +144,13 @@ def _print_result(result, output_format: OutputFormat) -> None:
         if result.mode is Mode.DIFF:
             sys.stdout.write(report.unified_diff(result))
             findings_stream = sys.stderr
-        for line in report.text_lines(result):
+        for line in report.text_lines(result, include_cold):
             print(line, file=findings_stream)
         for error in result.errors:
             where = f"{report.display_path(error.path)}{f':{error.line}' if error.line else ''}"
             print(f"{ERROR_PREFIX}{where}: {error.message}", file=sys.stderr)
         print(report.summary_line(result), file=sys.stderr)
-        for note in report.summary_notes(result):
+        for note in report.summary_notes(result, include_cold):
             print(note, file=sys.stderr)
 
 

@@ -18,6 +18,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codemods.analysis.frequency import ModelReach
 from codemods.cache import ScanCache, digest
 from codemods.config import Config, find_pyproject, load_config
 from codemods.copy_declines import copy_decline
@@ -29,6 +30,7 @@ from codemods.findings import FileError, Finding, FixSafety
 from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
+from codemods.rules.missing_repeated_blocks import MissingRepeatedBlocks
 from codemods.run_result import Mode, RunOptions, RunResult, ScanStats
 from codemods.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
 from codemods.source import SourceFile
@@ -208,6 +210,7 @@ class _Run:
     def resolve(self, scans: Iterable[Scan], index: ProjectIndex, errors: dict[str, FileError]) -> list[Finding]:
         """The scans' findings confirmed against the whole tree: new values (`Rule.resolve` never changes its argument)."""
         resolved = []
+        reach = ModelReach.of(index, MissingRepeatedBlocks.code)
         for scan in scans:
             for finding in scan.findings:
                 rule = self.rule_by_code[finding.code]
@@ -217,7 +220,7 @@ class _Run:
                     errors[scan.path] = FileError(scan.path, f"rule {rule.code} failed: {type(crash).__name__}: {crash}")
                     continue
                 if kept is not None:
-                    resolved.append(self.decline_unchangeable_copies(kept, index))
+                    resolved.append(self.decline_unchangeable_copies(reach.apply(kept), index))
         return resolved
 
     def decline_unchangeable_copies(self, finding: Finding, index: ProjectIndex) -> Finding:

@@ -66,13 +66,14 @@ class RunResult:
         what a check of that tree finds (codemods/fix_loop.py)."""
         return [f for f in self.findings if not f.fixed]
 
-    def exit_code(self) -> int:
-        """0: nothing left to report; 1: findings remain (or would change); 2: an error."""
+    def exit_code(self, include_cold: bool = False) -> int:
+        """0: nothing left to report; 1: findings remain (or would change); 2: an error. A finding not paid per
+        denoising step counts only with `include_cold`, as the reports list it only then."""
         if self.errors:
             return 2
         if self.mode is Mode.DIFF:
-            return 1 if self.changes or self.findings else 0
-        return 1 if self.remaining else 0
+            return 1 if self.changes or any(include_cold or f.hot for f in self.findings) else 0
+        return 1 if any(include_cold or f.hot for f in self.remaining) else 0
 
     def summary(self) -> dict[str, object]:
         by_code: dict[str, int] = {}

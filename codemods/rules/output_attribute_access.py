@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from codemods.analysis.output_proof import OutputForm, output_form
 from codemods.analysis.output_reads import OutputRead, output_read
-from codemods.findings import Edit, Finding, FixSafety
+from codemods.findings import Cost, Edit, Finding, FixSafety, Frequency
 from codemods.layout import Layout, add_keyword_argument, argument_layout
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
@@ -148,6 +148,7 @@ class OutputAttributeAccess(Rule):
             fix,
             requires=requires,
             not_fixed_reason=site.blocker,
+            cost=Cost(Frequency.NO_EFFECT, "docs/dif004-evidence.md") if site.blocker == _SELF_CALL else None,
             positional=positional,
             bare_fix=bare_fix,
         )

@@ -9,7 +9,7 @@ from codemods.analysis.begin_index import begin_index_anchor, begin_index_set
 from codemods.analysis.first_step import iterated_schedule, step_blocker
 from codemods.analysis.scheduler_lookups import index_lookups, merged
 from codemods.analysis.stepped_schedulers import STEP_CALL, SteppedScheduler, scheduler_loops, tested_schedulers
-from codemods.findings import Edit, Finding, Fix, FixSafety
+from codemods.findings import Cost, Edit, Finding, Fix, FixSafety, Frequency
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
@@ -162,6 +162,8 @@ class SchedulerIndexLookup(Rule):
             fix,
             requires=tuple(_lookup_question(s) for s in schedulers),
             not_fixed_reason=next(iter(blockers.values())) if fix is None else None,
+            # The lookup runs in the scheduler's first `step()`, not at every step of the loop it reports.
+            cost=Cost(Frequency.GENERATION, "the scheduler looks its step index up on its first step"),
             blockers=blockers,
             tested=sorted(s.expression for s in schedulers if {s.expression, s.copied_from} & tested),
         )
