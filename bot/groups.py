@@ -51,6 +51,9 @@ class ReportOnly:
     end_line: int
     message: str
     reason: str | None = None  # why an offered fix was declined
+    hot: bool = True  # paid per denoising step: listed in full; the rest is counted in a collapsed section
+    frequency: str = ""  # how often it costs, in words (`Cost.text()`)
+    pattern: str = ""  # the code shape: the same shape in N places is one entry (`Finding.pattern`)
 
     @property
     def family(self) -> str:
@@ -202,7 +205,17 @@ def find_groups(
         if result.changes:
             groups += _split(rule, result, src, repo_root)
         report_only += [
-            ReportOnly(f.code, _relative(f.path, repo_root), f.line, f.end_line, f.message, f.not_fixed_reason)
+            ReportOnly(
+                f.code,
+                _relative(f.path, repo_root),
+                f.line,
+                f.end_line,
+                f.message,
+                f.not_fixed_reason,
+                f.hot,
+                f.cost.text() if f.cost else "",
+                f.pattern,
+            )
             for f in result.remaining
         ]
     return Grouping(sorted(groups, key=lambda g: (g.rule, g.family)), errors, report_only)
