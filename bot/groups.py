@@ -51,7 +51,8 @@ class ReportOnly:
     end_line: int
     message: str
     reason: str | None = None  # why an offered fix was declined
-    hot: bool = True  # paid per denoising step: listed in full; the rest is counted in a collapsed section
+    # Paid per step on a tensor whose place is traced: listed in full; the rest is counted in a folded section.
+    hot: bool = True
     frequency: str = ""  # how often it costs, in words (`Cost.text()`)
     pattern: str = ""  # the code shape: the same shape in N places is one entry (`Finding.pattern`)
 
@@ -212,7 +213,7 @@ def find_groups(
                 f.end_line,
                 f.message,
                 f.not_fixed_reason,
-                f.hot,
+                f.shown_by_default,
                 f.cost.text() if f.cost else "",
                 f.pattern,
             )

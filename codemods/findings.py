@@ -105,6 +105,16 @@ class Cost:
         return f"{self.frequency.value} ({self.where})" if self.where else self.frequency.value
 
 
+class Placement(str, enum.Enum):
+    """Where a finding's tensor lives, from where the code makes or moves it (a type annotation alone says nothing)."""
+
+    DEVICE = "device"
+    UNKNOWN = "unknown"  # the origin cannot be traced: not listed by default
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Finding:
     code: str
@@ -122,6 +132,8 @@ class Finding:
     requires: tuple[tuple[str, ...], ...] = ()
     # How often its cost is paid (None: not computed, e.g. a finding made outside a scan).
     cost: Cost | None = field(default=None, compare=False)
+    # Where its tensor lives (None: the rule's cost does not depend on it).
+    placement: Placement | None = field(default=None, compare=False)
     # The rule and the flagged statement's shape: the same code in N places shares one key.
     pattern: str = field(default="", compare=False)
     # Left out of comparison and hashing (a dict); read-only like the rest.
@@ -129,8 +141,13 @@ class Finding:
 
     @property
     def hot(self) -> bool:
-        """Paid per denoising step (or not known otherwise): shown by default."""
+        """Paid per denoising step (or not known otherwise)."""
         return self.cost is None or self.cost.hot
+
+    @property
+    def shown_by_default(self) -> bool:
+        """What the reports list without `--include-cold`: paid per step, on a tensor whose place is traced."""
+        return self.hot and self.placement is not Placement.UNKNOWN
 
     @property
     def fix_safety(self) -> FixSafety:
@@ -155,6 +172,8 @@ class Finding:
             "not_fixed_reason": self.not_fixed_reason,
             "frequency": self.cost.frequency.name.lower() if self.cost else None,
             "hot": self.hot,
+            "placement": self.placement.value if self.placement else None,
+            "shown_by_default": self.shown_by_default,
             "pattern": self.pattern,
         }
 

@@ -33,7 +33,7 @@ def _marker(finding: Finding) -> str:
 
 def shown(findings: list[Finding], include_cold: bool) -> list[Finding]:
     """What a report lists: fixes made, and the findings paid per denoising step (all with `include_cold`)."""
-    return [f for f in findings if include_cold or f.fixed or f.hot]
+    return [f for f in findings if include_cold or f.fixed or f.shown_by_default]
 
 
 def by_pattern(findings: list[Finding]) -> list[list[Finding]]:

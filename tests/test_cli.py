@@ -45,13 +45,25 @@ def test_diff_prints_the_change_and_writes_nothing(pipeline: Path) -> None:
     assert "+                    return_dict=False,\n" in result.stdout
 
 
-def test_check_lists_findings_and_writes_nothing(pipeline: Path) -> None:
+def test_check_lists_the_findings_paid_per_step_and_writes_nothing(pipeline: Path) -> None:
     result = codemod("run", "--check", str(pipeline), cwd=pipeline.parent)
     assert result.returncode == 1
     assert pipeline.read_text() == PIPELINE
     lines = result.stdout.splitlines()
-    assert [line.split(": ")[0] for line in lines] == ["pipeline.py:29:30", "pipeline.py:42:27", "pipeline.py:45:17"]
+    assert [line.split(": ")[0] for line in lines] == ["pipeline.py:29:30", "pipeline.py:42:27"]
     assert lines[0].startswith("pipeline.py:29:30: DIF004 [*] `.sample` read off `self.unet(...)`")
+    assert lines[0].endswith("[cost: every denoising step]")
+
+
+def test_check_counts_what_it_leaves_out_and_include_cold_lists_it_with_its_frequency(pipeline: Path) -> None:
+    hidden = codemod("run", "--check", str(pipeline), cwd=pipeline.parent)
+    listed = codemod("run", "--check", "--include-cold", str(pipeline), cwd=pipeline.parent)
+    assert "1 finding(s) not paid per denoising step" in hidden.stderr
+    assert listed.stdout.splitlines()[2] == (
+        "pipeline.py:45:17: DIF004 [*] `.sample` read off `self.vae.decode(...)` builds an output dataclass; pass "
+        "`return_dict=False` and take `[0]` [cost: once per generation (`StableDiffusionAdapterPipeline.__call__` runs outside the "
+        "denoising loop)]"
+    )
 
 
 def test_ignore_leaves_the_rule_out(pipeline: Path) -> None:
@@ -154,8 +166,12 @@ def test_json_output_has_findings_and_summary(pipeline: Path) -> None:
         "fix_safety": "safe",
         "fixed": False,
     }
-    assert [f["fix_safety"] for f in document["findings"]] == ["safe", "none", "safe"]
+    assert [(f["fix_safety"], f["frequency"], f["hot"]) for f in document["findings"]] == [
+        ("safe", "step", True),
+        ("none", "step", True),
+    ]
     assert document["summary"]["findings_by_code"] == {"DIF004": 3}
+    assert document["summary"]["not_listed_cold"] == 1
     assert document["summary"]["files_scanned"] == 1
 
 

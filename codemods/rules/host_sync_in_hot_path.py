@@ -6,15 +6,16 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from codemods.analysis.class_places import places_at
+from codemods.analysis.class_places import places_at, traced_places_at
 from codemods.analysis.host_built import VALUE_READS, fill_value, host_built
 from codemods.analysis.host_reads import HostRead, host_reads
+from codemods.analysis.host_value_uses import no_local_remedy, path_to
 from codemods.analysis.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.mask_guards import empty_mask_guard
 from codemods.analysis.precomputed_schedule import PRECOMPUTED, is_first_element_item, schedule_replay
 from codemods.analysis.scheduler_lookups import every_call_lookup
 from codemods.analysis.stepped_schedulers import scheduler_loops
-from codemods.findings import Edit, Finding, FixSafety
+from codemods.findings import Edit, Finding, FixSafety, Placement
 from codemods.lazy import libcst as cst
 from codemods.project import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
@@ -153,7 +154,16 @@ class HostSyncInHotPath(Rule):
                 if key in seen:
                     continue
                 seen.add(key)
-                message = _message(source, read, scope)
+                chain = [*ancestors, *path_to(node, read.node)]
+                message = _message(source, read, scope, chain)
+                traced = traced_places_at(source, ancestors)
+                operands = (read.operand, node.value) if read.kind == "mask" else (read.operand,)  # type: ignore[attr-defined]
+                placement = Placement.DEVICE if traced and all(traced.is_device(o) for o in operands) else Placement.UNKNOWN
+                if placement is Placement.UNKNOWN:
+                    message += (
+                        f"; placement unknown: only a type annotation says `{shortened(source.segment(read.operand))}`"
+                        " is on the device, and nothing here shows where it was made or moved"
+                    )
                 message += empty_mask_guard(source, node, read.node, places) or ""
                 known = host_built(read, places) if read.kind in VALUE_READS else None
                 filled = fill_value(read, known, places) if known is not None else None
@@ -163,9 +173,10 @@ class HostSyncInHotPath(Rule):
                         f"`{shortened(source.segment(known))}`): use the Python values instead"
                     )
                 if filled is not None:
-                    yield self._with_fill_fix(source, read, filled, message)
+                    found = self._with_fill_fix(source, read, filled, message)
                 else:
-                    yield self._with_schedule_fix(source, read, ancestors, scope, message)
+                    found = self._with_schedule_fix(source, read, ancestors, scope, message)
+                yield replace(found, placement=placement)
         if "scheduler.step(" in source.text:
             yield from self._scheduler_lookups(source)
 
@@ -280,8 +291,9 @@ class HostSyncInHotPath(Rule):
     )
 
 
-def _message(source: SourceFile, read: HostRead, scope: ast.AST) -> str:
+def _message(source: SourceFile, read: HostRead, scope: ast.AST, chain: list[ast.AST]) -> str:
     what, remedy = _WHAT[read.kind]
+    remedy = no_local_remedy(read.kind, chain) or remedy
     expression = shortened(source.segment(read.node) if read.kind != "truth" else source.segment(read.operand))
     operand = shortened(source.segment(read.operand))
     if isinstance(scope, STEP_LOOPS):
