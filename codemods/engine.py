@@ -18,7 +18,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemods.analysis.frequency import ModelReach
+from codemods.analysis.frequency import ModelReach, grouped_patterns
 from codemods.cache import ScanCache, digest
 from codemods.config import Config, find_pyproject, load_config
 from codemods.copy_declines import copy_decline
@@ -127,7 +127,7 @@ class _Run:
                 self.write(result.changes, errors)
         self.cache.save(self.used_cache_keys)
         result.errors = sorted(errors.values(), key=lambda e: e.path)
-        result.findings.sort(key=Finding.sort_key)
+        result.findings = grouped_patterns(sorted(result.findings, key=Finding.sort_key))
         return result
 
     def split_frozen(self, findings: list[Finding]) -> tuple[list[Finding], list[Finding]]:

@@ -18,17 +18,26 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from codemods.analysis.denoisers import PIPELINE_TEXT
-from codemods.analysis.hot_paths import ATTENTION, STEP, STEP_LOOPS, hot_paths, is_cached, is_module_class
+from codemods.analysis.hot_paths import (
+    ATTENTION,
+    STEP,
+    STEP_LOOPS,
+    Function,
+    hot_paths,
+    is_cached,
+    is_module_class,
+)
 from codemods.analysis.model_graph import denoising, graph_of, lineage
 from codemods.findings import Cost, Finding, Frequency
 from codemods.project import ProjectIndex
 from codemods.source import Ancestors, SourceFile, enclosing
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_COMPOUND_HEADERS = {ast.If: "test", ast.While: "test", ast.For: "iter", ast.AsyncFor: "iter", ast.With: "items"}
+_SCHEDULE_WORDS = ("sigma", "variance", "alpha")
 # What the rules write for "per step" and "per call": one place turns it into the exact frequency.
 _GENERIC_WHEN = re.compile(r"every denoising step|every call of `\w+`")
 
@@ -36,7 +45,7 @@ _GENERIC_WHEN = re.compile(r"every denoising step|every call of `\w+`")
 def with_site_cost(source: SourceFile, finding: Finding) -> Finding:
     """The finding with its cost as far as its file shows, and its pattern key (in the scan worker)."""
     cost = finding.cost or site_cost(source, finding.line)  # a rule that knows better has set it
-    return replace(finding, cost=cost, pattern=pattern_key(finding.code, source, finding.line))
+    return replace(finding, cost=cost, pattern=pattern_tokens(finding, source))
 
 
 def site_cost(source: SourceFile, line: int) -> Cost:
@@ -47,20 +56,25 @@ def site_cost(source: SourceFile, line: int) -> Cost:
     statement, ancestors = chain
     hot = hot_paths(source)
     scope = hot.hot_scope(ancestors, statement)
+    if scope is None:
+        return _cold_cost(source, statement, ancestors, hot.hot_function)
+    last = _last_step_branch(ancestors[ancestors.index(scope) :], statement)
     if isinstance(scope, STEP_LOOPS):
-        last = _last_step_branch(ancestors[ancestors.index(scope) :], statement)
         return Cost(Frequency.LAST_STEP if last else Frequency.STEP)
-    if scope is not None:
-        entries = hot.entries.get(id(scope), set())
-        if STEP in entries:
-            return Cost(Frequency.STEP, f"`{scope.name}` runs inside the denoising loop or a scheduler step")  # type: ignore[attr-defined]
-        if ATTENTION in entries:
-            return Cost(Frequency.ATTENTION, f"`{scope.name}`")  # type: ignore[attr-defined]
-        return Cost(Frequency.UNREACHED_FORWARD, owners=tuple(sorted(entries)))
-    return _cold_cost(source, statement, ancestors, hot.hot_function)
+    entries = hot.entries.get(id(scope), set())
+    name = scope.name  # type: ignore[attr-defined]
+    if STEP in entries:
+        if last:
+            return Cost(Frequency.LAST_STEP, f"a branch of `{name}`")
+        return Cost(Frequency.STEP, f"`{name}` runs inside the denoising loop or a scheduler step")
+    if ATTENTION in entries:
+        return Cost(Frequency.ATTENTION, f"`{name}`")
+    return Cost(Frequency.UNREACHED_FORWARD, owners=tuple(sorted(entries)))
 
 
-def _cold_cost(source: SourceFile, statement: ast.AST, ancestors: Ancestors, is_hot) -> Cost:
+def _cold_cost(
+    source: SourceFile, statement: ast.AST, ancestors: Ancestors, is_hot: Callable[[Function], bool]
+) -> Cost:
     function = enclosing(ancestors, _FUNCTIONS)
     cls = enclosing(ancestors, ast.ClassDef)
     if function is None:
@@ -86,13 +100,27 @@ def _deepest_statement(source: SourceFile, line: int) -> tuple[ast.AST, Ancestor
 
 
 def _last_step_branch(chain: Ancestors, statement: ast.AST) -> bool:
-    """Inside `if i == len(timesteps) - 1:` (or `== num_inference_steps - 1`), not in its `else`."""
+    """Inside `if i == len(timesteps) - 1:` (or `== num_inference_steps - 1`), or in the `else` of `if sigma > 0:`
+    (a schedule value reaches zero only at the schedule's end)."""
     path = (*chain, statement)
     for position, node in enumerate(path[:-1]):
         child = path[position + 1]
-        if isinstance(node, ast.If) and any(child is s for s in node.body) and _is_last_step_test(node.test):
+        if not isinstance(node, ast.If):
+            continue
+        if any(child is s for s in node.body) and _is_last_step_test(node.test):
+            return True
+        if any(child is s for s in node.orelse) and _is_positive_schedule_test(node.test):
             return True
     return False
+
+
+def _is_positive_schedule_test(test: ast.expr) -> bool:
+    """`sigma > 0`, `variance > 0.0`: false only where the schedule ends."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Gt)):
+        return False
+    right, left = test.comparators[0], ast.unparse(test.left)
+    positive = isinstance(right, ast.Constant) and right.value == 0
+    return positive and any(word in left for word in _SCHEDULE_WORDS)
 
 
 def _is_last_step_test(test: ast.expr) -> bool:
@@ -104,20 +132,39 @@ def _is_last_step_test(test: ast.expr) -> bool:
     return text.endswith(" - 1") and ("timesteps" in text or "num_inference_steps" in text)
 
 
-def pattern_key(code: str, source: SourceFile, line: int) -> str:
-    """The same code shape in N places, one key: the rule and the flagged statement as `ast.unparse` writes it
-    (formatting and comments aside), or a compound statement's header (an `if`'s test, a `for`'s iterable)."""
-    chain = _deepest_statement(source, line)
-    text = source.lines[line - 1].strip() if chain is None else _statement_text(chain[0])
+def pattern_tokens(finding: Finding, source: SourceFile) -> str:
+    """Two keys, space-separated, that `grouped_patterns` joins: the flagged code's text (formatting aside), and
+    the statement holding it, so that the same expression anywhere, and sibling sites of one statement (a
+    reorder's `torch.cat([x[m], y[n], ...])`), fall into one pattern."""
+    lines = source.lines[finding.line - 1 : finding.end_line]
+    if lines:
+        lines = [*lines[:-1], lines[-1][: finding.end_column]] if len(lines) > 1 else [lines[0][: finding.end_column]]
+        lines[0] = lines[0][finding.column :]
+    shape = " ".join(" ".join(lines).split())
+    chain = _deepest_statement(source, finding.line)
+    statement = f"{finding.path}:{chain[0].lineno}" if chain is not None else f"{finding.path}:{finding.line}"
+    return f"{_digest(finding.code, shape)} {_digest(finding.code, statement)}"
+
+
+def grouped_patterns(findings: list[Finding]) -> list[Finding]:
+    """The findings with one pattern key per group of findings that share a token (`pattern_tokens`)."""
+    parent: dict[str, str] = {}
+
+    def root(token: str) -> str:
+        while parent.setdefault(token, token) != token:
+            token = parent[token]
+        return token
+
+    for finding in findings:
+        tokens = finding.pattern.split()
+        for token in tokens[1:]:
+            first, other = root(tokens[0]), root(token)
+            parent[max(first, other)] = min(first, other)
+    return [replace(f, pattern=root(f.pattern.split()[0])) if f.pattern else f for f in findings]
+
+
+def _digest(code: str, text: str) -> str:
     return f"{code}:{hashlib.blake2b(text.encode(), digest_size=6).hexdigest()}"
-
-
-def _statement_text(statement: ast.AST) -> str:
-    header = _COMPOUND_HEADERS.get(type(statement))
-    if header is None:
-        return ast.unparse(statement) if not isinstance(statement, (*_FUNCTIONS, ast.ClassDef)) else statement.name
-    value = getattr(statement, header)
-    return " ".join(ast.unparse(v) for v in value) if isinstance(value, list) else ast.unparse(value)
 
 
 @dataclass(frozen=True)
