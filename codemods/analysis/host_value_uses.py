@@ -73,14 +73,14 @@ def used_as_size(function: ast.AST, chain: list[ast.AST]) -> str | None:
     statement = next((n for n in reversed(chain) if isinstance(n, ast.Assign)), None)
     if statement is None or not any(n is read for n in walk(statement.value)):
         return None
-    derived = {n.id for t in statement.targets for n in walk(t) if isinstance(n, ast.Name)}
+    derived = {name for t in statement.targets for name in _bound_names(t)}
     assignments = [n for n in walk(function) if isinstance(n, ast.Assign) and n is not statement]
     grew = True
     while grew:  # names computed from the read values (`hw = height * width`) are sizes too
         grew = False
         for assignment in assignments:
             if any(isinstance(n, ast.Name) and n.id in derived for n in walk(assignment.value)):
-                targets = {n.id for t in assignment.targets for n in walk(t) if isinstance(n, ast.Name)}
+                targets = {name for t in assignment.targets for name in _bound_names(t)}
                 grew |= not targets <= derived
                 derived |= targets
     for node in walk(function):
@@ -88,6 +88,17 @@ def used_as_size(function: ast.AST, chain: list[ast.AST]) -> str | None:
             if _size_position(node, child) and any(isinstance(n, ast.Name) and n.id in derived for n in walk(child)):
                 return ast.unparse(node)[:60]
     return None
+
+
+def _bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds: `a`, `a, (b, *c)`; not those inside `x[i] =` or `self.y =`."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    if isinstance(target, ast.Tuple | ast.List):
+        return [name for element in target.elts for name in _bound_names(element)]
+    return []
 
 
 def _size_position(node: ast.AST, child: ast.AST) -> bool:
