@@ -30,6 +30,7 @@ from codemods.analysis.hot_paths import (
     hot_paths,
     is_cached,
     is_module_class,
+    is_scheduler,
 )
 from codemods.analysis.model_graph import denoising, graph_of, lineage
 from codemods.findings import Cost, Finding, Frequency
@@ -66,7 +67,11 @@ def site_cost(source: SourceFile, line: int) -> Cost:
     if STEP in entries:
         if last:
             return Cost(Frequency.LAST_STEP, f"a branch of `{name}`")
-        return Cost(Frequency.STEP, f"`{name}` runs inside the denoising loop or a scheduler step")
+        cls = enclosing(ancestors, ast.ClassDef)
+        if isinstance(cls, ast.ClassDef) and is_scheduler(cls):
+            entry = name in ("step", "scale_model_input") or name.startswith("step_")
+            return Cost(Frequency.STEP, f"in `{cls.name}.{name}`" + ("" if entry else ", which its `step` calls"))
+        return Cost(Frequency.STEP, f"in `{name}`, which the denoising loop calls")
     if ATTENTION in entries:
         return Cost(Frequency.ATTENTION, f"`{name}`")
     return Cost(Frequency.UNREACHED_FORWARD, owners=tuple(sorted(entries)))

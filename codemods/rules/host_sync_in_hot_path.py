@@ -161,8 +161,8 @@ class HostSyncInHotPath(Rule):
                 placement = Placement.DEVICE if traced and all(traced.is_device(o) for o in operands) else Placement.UNKNOWN
                 if placement is Placement.UNKNOWN:
                     message += (
-                        f"; placement unknown: only a type annotation says `{shortened(source.segment(read.operand))}`"
-                        " is on the device, and nothing here shows where it was made or moved"
+                        f"; placement unknown: `{shortened(source.segment(read.operand))}` is on the device only as far "
+                        "as a type annotation says; nothing here shows where it was made or moved"
                     )
                 message += empty_mask_guard(source, node, read.node, places) or ""
                 known = host_built(read, places) if read.kind in VALUE_READS else None

@@ -265,4 +265,7 @@ def test_a_guard_whose_where_keeps_another_tensor_gets_no_can_go_note(tmp_path: 
             return x
     """
     [(line, message)] = _messages(tmp_path, code)
-    assert line == 7 and message.endswith("use `torch.where`, or decide once, outside the per-call code")
+    assert line == 7 and message.endswith(
+        "use `torch.where`, or decide once, outside the per-call code; placement unknown: `mask.any()` is on the "
+        "device only as far as a type annotation says; nothing here shows where it was made or moved"
+    )
