@@ -20,7 +20,7 @@ FILES = (
     "pipelines/ledits_pp/pipeline_leditspp_stable_diffusion.py",
     "pipelines/hunyuan_image/pipeline_hunyuanimage.py",
     "models/autoencoders/autoencoder_kl.py",
-    "pipelines/wan/pipeline_wan.py",
+    "pipelines/allegro/pipeline_allegro.py",
     "pipelines/stable_diffusion/pipeline_stable_diffusion_inpaint.py",
     "pipelines/controlnet/pipeline_controlnet_inpaint.py",
 )
@@ -53,7 +53,7 @@ def test_dif004_self_calls_measured_no_effect_and_are_not_shown(findings: list[F
 
 
 def test_dif005_costs_one_lookup_per_generation_and_is_not_shown(findings: list[Finding]) -> None:
-    (lookup,) = _found(findings, "pipelines/wan/pipeline_wan.py", "DIF005", "step index")
+    (lookup,) = _found(findings, "pipelines/allegro/pipeline_allegro.py", "DIF005", "looks up its step index")
     assert lookup.cost is not None and lookup.cost.frequency is Frequency.GENERATION
     assert not lookup.shown_by_default
 
