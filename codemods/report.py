@@ -132,10 +132,12 @@ def unified_diff(result: RunResult) -> str:
 
 def as_json(result: RunResult, include_cold: bool = False) -> str:
     listed = _every_finding(result)
+    kept = shown(listed, include_cold)
+    counts = {"not_listed_cold": len(listed) - len(kept), "listed_patterns": len(by_pattern(kept))}
     document = {
         "version": __version__,
-        "findings": [{**f.to_dict(), "path": display_path(f.path)} for f in shown(listed, include_cold)],
-        "summary": {**result.summary(), "not_listed_cold": len(listed) - len(shown(listed, include_cold))},
+        "findings": [{**f.to_dict(), "path": display_path(f.path)} for f in kept],
+        "summary": {**result.summary(), **counts},
         "errors": [{"path": display_path(e.path), "line": e.line, "message": e.message} for e in result.errors],
     }
     return json.dumps(document, indent=2)
@@ -162,7 +164,7 @@ def as_github(result: RunResult, include_cold: bool = False) -> str:
                 ("title", f"{finding.code} {_rule_name(result, finding.code)}"),
             )
         )
-        lines.append(f"::warning {properties}::{_escape_data(finding.message)}")
+        lines.append(f"::warning {properties}::{_escape_data(finding.message + _cost_note(finding))}")
     for error in result.errors:
         location = f"file={_escape_property(display_path(error.path))}" + (f",line={error.line}" if error.line else "")
         lines.append(f"::error {location}::{_escape_data(error.message)}")
