@@ -240,3 +240,28 @@ def test_check_repo_outside_a_checkout_is_a_one_line_error(pipeline: Path) -> No
         "--check-repo needs the repository's own checks\n"
     )
     assert pipeline.read_text() == PIPELINE
+
+
+INPAINT_LOOP = """\
+import torch
+
+
+class InpaintPipeline:
+    def __call__(self, num_inference_steps, latents, noise, device):
+        self.scheduler.set_timesteps(num_inference_steps, device=device)
+        timesteps = self.scheduler.timesteps
+        for i, t in enumerate(timesteps):
+            if i < len(timesteps) - 1:
+                noise_timestep = timesteps[i + 1]
+                latents = self.scheduler.add_noise(latents, noise, torch.tensor([noise_timestep]))
+        return latents
+"""
+
+
+def test_the_same_code_in_two_files_is_one_entry_with_both_places(tmp_path: Path) -> None:
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(INPAINT_LOOP)
+    result = codemod("run", "--check", "a.py", "b.py", cwd=tmp_path)
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("a.py:11:68: DIF006 `torch.tensor([noise_timestep])` reads")
+    assert lines[1] == "    the same in 1 more place(s): b.py:11:68"
