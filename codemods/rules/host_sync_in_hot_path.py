@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from codemods.analysis.class_places import places_at, traced_places_at
+from codemods.analysis.class_places import PLACEMENT_UNKNOWN, places_at, traced_places_at
 from codemods.analysis.host_built import VALUE_READS, fill_value, host_built
 from codemods.analysis.host_reads import HostRead, host_reads
 from codemods.analysis.host_value_uses import no_local_remedy, path_to
@@ -160,10 +160,7 @@ class HostSyncInHotPath(Rule):
                 operands = (read.operand, node.value) if read.kind == "mask" else (read.operand,)  # type: ignore[attr-defined]
                 placement = Placement.DEVICE if traced and all(traced.is_device(o) for o in operands) else Placement.UNKNOWN
                 if placement is Placement.UNKNOWN:
-                    message += (
-                        f"; placement unknown: `{shortened(source.segment(read.operand))}` is on the device only as far "
-                        "as a type annotation says; nothing here shows where it was made or moved"
-                    )
+                    message += PLACEMENT_UNKNOWN.format(value=shortened(source.segment(read.operand)))
                 message += empty_mask_guard(source, node, read.node, places) or ""
                 known = host_built(read, places) if read.kind in VALUE_READS else None
                 filled = fill_value(read, known, places) if known is not None else None
