@@ -146,8 +146,14 @@ class Finding:
 
     @property
     def shown_by_default(self) -> bool:
-        """What the reports list without `--include-cold`: paid per step, on a tensor whose place is traced."""
-        return self.hot and self.placement is not Placement.UNKNOWN
+        """What the reports list without `--include-cold`: paid per step, on a tensor whose place is traced, or a
+        safe fix a write applies (a check that fails must say why; it is labelled with its cost)."""
+        return (self.hot and self.placement is not Placement.UNKNOWN) or self.safe_fix_pending
+
+    @property
+    def safe_fix_pending(self) -> bool:
+        """A safe fix not yet applied that nothing declined: what a default write applies."""
+        return not self.fixed and self.fix_safety is FixSafety.SAFE and not self.not_fixed_reason
 
     @property
     def fix_safety(self) -> FixSafety:

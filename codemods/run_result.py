@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemods.discovery import DEPRECATED_REASON
-from codemods.findings import FileError, Finding, FixSafety
+from codemods.findings import FileError, Finding
 from codemods.rules.base import Rule
 
 if TYPE_CHECKING:
@@ -67,14 +67,13 @@ class RunResult:
         return [f for f in self.findings if not f.fixed]
 
     def exit_code(self, include_cold: bool = False) -> int:
-        """0: nothing left to report; 1: findings remain (or would change); 2: an error. A report-only finding not
-        paid per denoising step counts only with `include_cold`, as the reports list it only then; one a write
-        would fix always counts, so that a check fails where a write changes files."""
+        """0: nothing left to report; 1: findings remain (or would change); 2: an error. A finding the reports leave
+        out by default (`Finding.shown_by_default`: a safe fix always counts) counts only with `include_cold`."""
         if self.errors:
             return 2
         if self.mode is Mode.DIFF:
-            return 1 if self.changes or any(_counts(f, include_cold) for f in self.findings) else 0
-        return 1 if any(_counts(f, include_cold) for f in self.remaining) else 0
+            return 1 if self.changes or any(include_cold or f.shown_by_default for f in self.findings) else 0
+        return 1 if any(include_cold or f.shown_by_default for f in self.remaining) else 0
 
     def summary(self) -> dict[str, object]:
         """Counts over every finding, those the reports leave out by default included."""
@@ -104,8 +103,3 @@ class RunResult:
                 "include_with": "[tool.codemod] include-deprecated = true",
             }
         ]
-
-
-def _counts(finding: Finding, include_cold: bool) -> bool:
-    would_fix = finding.fix_safety is FixSafety.SAFE and not finding.not_fixed_reason
-    return include_cold or finding.shown_by_default or would_fix

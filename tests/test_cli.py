@@ -45,25 +45,45 @@ def test_diff_prints_the_change_and_writes_nothing(pipeline: Path) -> None:
     assert "+                    return_dict=False,\n" in result.stdout
 
 
-def test_check_lists_the_findings_paid_per_step_and_writes_nothing(pipeline: Path) -> None:
+def test_check_lists_the_findings_paid_per_step_and_the_safe_fixes_with_their_cost(pipeline: Path) -> None:
     result = codemod("run", "--check", str(pipeline), cwd=pipeline.parent)
     assert result.returncode == 1
     assert pipeline.read_text() == PIPELINE
     lines = result.stdout.splitlines()
-    assert [line.split(": ")[0] for line in lines] == ["pipeline.py:29:30", "pipeline.py:42:27"]
+    assert [line.split(": ")[0] for line in lines] == ["pipeline.py:29:30", "pipeline.py:42:27", "pipeline.py:45:17"]
     assert lines[0].startswith("pipeline.py:29:30: DIF004 [*] `.sample` read off `self.unet(...)`")
     assert lines[0].endswith("[cost: every denoising step]")
-
-
-def test_check_counts_what_it_leaves_out_and_include_cold_lists_it_with_its_frequency(pipeline: Path) -> None:
-    hidden = codemod("run", "--check", str(pipeline), cwd=pipeline.parent)
-    listed = codemod("run", "--check", "--include-cold", str(pipeline), cwd=pipeline.parent)
-    assert "1 finding(s) not paid per denoising step" in hidden.stderr
-    assert listed.stdout.splitlines()[2] == (
-        "pipeline.py:45:17: DIF004 [*] `.sample` read off `self.vae.decode(...)` builds an output dataclass; pass "
-        "`return_dict=False` and take `[0]` [cost: once per generation (`StableDiffusionAdapterPipeline.__call__` runs outside the "
-        "denoising loop)]"
+    assert lines[2].endswith(
+        "[cost: once per generation (`StableDiffusionAdapterPipeline.__call__` runs outside the denoising loop)]"
     )
+
+
+COLD_REPORT_ONLY = """\
+from ...models import AutoencoderKL, UNet2DConditionModel
+from ..pipeline_utils import DiffusionPipeline
+
+
+class Pipeline(DiffusionPipeline):
+    def __init__(self, unet: UNet2DConditionModel, vae: AutoencoderKL):
+        self.register_modules(unet=unet, vae=vae)
+
+    def __call__(self, latents, timesteps, **decode_kwargs):
+        for t in timesteps:
+            latents = self.unet(latents, t, return_dict=False)[0]
+        image = self.vae.decode(latents, **decode_kwargs).sample
+        return image
+"""
+
+
+def test_check_counts_a_report_only_finding_paid_once_and_include_cold_lists_it(tmp_path: Path) -> None:
+    (tmp_path / "pipeline.py").write_text(COLD_REPORT_ONLY)
+    hidden = codemod("run", "--check", "pipeline.py", cwd=tmp_path)
+    listed = codemod("run", "--check", "--include-cold", "pipeline.py", cwd=tmp_path)
+    assert (hidden.returncode, hidden.stdout) == (0, "")
+    assert "1 finding(s) not paid per denoising step" in hidden.stderr
+    assert listed.returncode == 1
+    assert listed.stdout.startswith("pipeline.py:12:17: DIF004 `.sample` read off `self.vae.decode(...)`")
+    assert "[cost: once per generation (`Pipeline.__call__` runs outside the denoising loop)]" in listed.stdout
 
 
 def test_ignore_leaves_the_rule_out(pipeline: Path) -> None:
@@ -169,9 +189,10 @@ def test_json_output_has_findings_and_summary(pipeline: Path) -> None:
     assert [(f["fix_safety"], f["frequency"], f["hot"]) for f in document["findings"]] == [
         ("safe", "step", True),
         ("none", "step", True),
+        ("safe", "generation", False),
     ]
     assert document["summary"]["findings_by_code"] == {"DIF004": 3}
-    assert document["summary"]["not_listed_cold"] == 1
+    assert document["summary"]["not_listed_cold"] == 0
     assert document["summary"]["files_scanned"] == 1
 
 
