@@ -5,12 +5,15 @@ one file cannot tell:
 - `site_cost` (per file, in the scan worker, cached with the finding): the denoising loop, scheduler step,
   attention processor, or class `forward` whose call graph reaches the finding's statement, or why none
   does (`__init__`, a cached method, a first-step branch, a pipeline's set-up);
-- `resolved_cost` (per tree, after the scan): a `forward` is paid per step when some pipeline of the tree
-  calls its class inside a denoising loop, or calls a model that builds it (blocks, attention, embeddings),
-  once per generation when pipelines only call it outside their loops (safety checkers, VAEs, condition
-  encoders), and otherwise on no path the tree shows.
+- `ModelReach` (per tree, when the engine resolves findings): a `forward` is paid per step when some pipeline
+  of the tree calls its class inside a denoising loop, or calls a model that builds it (blocks, attention,
+  embeddings), once per generation when pipelines only call it outside their loops (safety checkers, VAEs,
+  condition encoders), and otherwise on no path the tree shows. A tree with no pipeline at all (a file or a
+  snippet alone) cannot tell, and keeps a `forward` per step.
 
-Only per-step costs (`HOT`) are shown by default: the rest is real but paid once per generation or less.
+A rule whose cost is not paid where it reports (DIF005's lookup, on the scheduler's first step) sets the
+cost itself. Only per-step costs (`findings.HOT`) are listed by default: the rest is real but paid once per
+generation or less. `pattern_tokens`/`grouped_patterns` give the same code shape in N places one key.
 """
 
 from __future__ import annotations
