@@ -11,6 +11,9 @@ Hot:
   loops over `timesteps` walk a batch of them, e.g. in `add_noise`);
 - any function or method called from hot code, transitively, through `self.m(...)` (same class)
   or `f(...)` (same module).
+Each hot function also records what makes it hot (`HotPaths.entries`): a denoising loop or a scheduler's
+step (`STEP`), an attention processor or backend (`ATTENTION`), or the classes whose `forward` reaches it,
+which only the tree's pipelines can place (codemods/analysis/frequency.py).
 Cold, even inside hot code:
 - `__init__`, and methods reached only from it;
 - methods already cached (`lru_cache_unless_export`, `functools.lru_cache`/`cache`): their body
