@@ -182,6 +182,8 @@ def _analyse(source: SourceFile) -> HotPaths:
                 worklist.extend((callee, methods, STEP) for callee in callees)
     backends = (function for function in module_functions.values() if _is_attention_backend(function))
     worklist.extend((function, {}, ATTENTION) for function in backends)
+    # A function reached from several entries (a module helper of many classes' `forward`s) is walked once.
+    callees_of: dict[tuple[int, int], list[Function]] = {}
     while worklist:
         function, methods, entry = worklist.pop()
         reached = paths.entries.get(id(function), set())
@@ -191,8 +193,10 @@ def _analyse(source: SourceFile) -> HotPaths:
         if id(function) not in paths.functions:
             paths.functions.add(id(function))
             paths.ranges.append((function.lineno, function.end_lineno or function.lineno))
-        callees = _callees(source, function.body, methods, module_functions)
-        worklist.extend((callee, methods, entry) for callee in callees)
+        key = (id(function), id(methods))
+        if key not in callees_of:
+            callees_of[key] = _callees(source, function.body, methods, module_functions)
+        worklist.extend((callee, methods, entry) for callee in callees_of[key])
     return paths
 
 
