@@ -51,6 +51,10 @@ class ReportOnly:
     end_line: int
     message: str
     reason: str | None = None  # why an offered fix was declined
+    # Paid per step on a tensor whose place is traced: listed in full; the rest is counted in a folded section.
+    hot: bool = True
+    frequency: str = ""  # how often it costs, in words (`Cost.text()`)
+    pattern: str = ""  # the code shape: the same shape in N places is one entry (`Finding.pattern`)
 
     @property
     def family(self) -> str:
@@ -203,7 +207,17 @@ def find_groups(
         if result.changes:
             groups += _split(rule, result, src, repo_root)
         report_only += [
-            ReportOnly(f.code, _relative(f.path, repo_root), f.line, f.end_line, f.message, f.not_fixed_reason)
+            ReportOnly(
+                f.code,
+                _relative(f.path, repo_root),
+                f.line,
+                f.end_line,
+                f.message,
+                f.not_fixed_reason,
+                f.shown_by_default,
+                f.cost.text() if f.cost else "",
+                f.pattern,
+            )
             for f in result.remaining
         ]
     scope = [_relative(str(path), repo_root) for path in paths]

@@ -65,6 +65,14 @@ def run(
             "same findings wherever diffusers is installed. The summary says when it was used. Also CODEMOD_CONTEXT.",
         ),
     ] = None,
+    include_cold: Annotated[
+        bool,
+        typer.Option(
+            "--include-cold",
+            help="Also list findings not paid per denoising step (once per generation or call, the last step only, "
+            "a model no pipeline runs per step); fixes are applied either way.",
+        ),
+    ] = False,
     check_repo: Annotated[
         bool,
         typer.Option(
@@ -106,8 +114,8 @@ def run(
     except RunInterrupted as interrupted:
         print(f"codemod: {interrupted}", file=sys.stderr, flush=True)
         raise typer.Exit(130) from None
-    _print_result(result, output_format)
-    code = result.exit_code()
+    _print_result(result, output_format, include_cold)
+    code = result.exit_code(include_cold)
     if in_place is not None:
         from bot.verify.checkout.repo_checks import repo_checks_lines
 
@@ -138,14 +146,14 @@ def _repo_checks_before(paths: tuple[Path, ...]):  # -> bot.verify.checkout.repo
         raise UsageError(str(error)) from None
 
 
-def _print_result(result, output_format: OutputFormat) -> None:
+def _print_result(result, output_format: OutputFormat, include_cold: bool) -> None:
     from codemods.output import report
     if output_format is OutputFormat.json:
-        print(report.as_json(result))
+        print(report.as_json(result, include_cold))
     elif output_format is OutputFormat.sarif:
-        print(report.as_sarif(result))
+        print(report.as_sarif(result, include_cold))
     elif output_format is OutputFormat.github:
-        text = report.as_github(result)
+        text = report.as_github(result, include_cold)
         if text:
             print(text)
     else:
@@ -156,13 +164,13 @@ def _print_result(result, output_format: OutputFormat) -> None:
         if result.mode is Mode.DIFF:
             sys.stdout.write(report.unified_diff(result))
             findings_stream = sys.stderr
-        for line in report.text_lines(result):
+        for line in report.text_lines(result, include_cold):
             print(line, file=findings_stream)
         for error in result.errors:
             where = f"{report.display_path(error.path)}{f':{error.line}' if error.line else ''}"
             print(f"{ERROR_PREFIX}{where}: {error.message}", file=sys.stderr)
         print(report.summary_line(result), file=sys.stderr)
-        for note in report.summary_notes(result):
+        for note in report.summary_notes(result, include_cold):
             print(note, file=sys.stderr)
 
 

@@ -47,13 +47,45 @@ def test_diff_prints_the_change_and_writes_nothing(pipeline: Path) -> None:
     assert "+                    return_dict=False,\n" in result.stdout
 
 
-def test_check_lists_findings_and_writes_nothing(pipeline: Path) -> None:
+def test_check_lists_the_findings_paid_per_step_and_the_safe_fixes_with_their_cost(pipeline: Path) -> None:
     result = codemod("run", "--check", str(pipeline), cwd=pipeline.parent)
     assert result.returncode == 1
     assert pipeline.read_text() == PIPELINE
     lines = result.stdout.splitlines()
     assert [line.split(": ")[0] for line in lines] == ["pipeline.py:29:30", "pipeline.py:42:27", "pipeline.py:45:17"]
     assert lines[0].startswith("pipeline.py:29:30: DIF004 [*] `.sample` read off `self.unet(...)`")
+    assert lines[0].endswith("[cost: every denoising step]")
+    assert lines[2].endswith(
+        "[cost: once per generation (`StableDiffusionAdapterPipeline.__call__` runs outside the denoising loop)]"
+    )
+
+
+COLD_REPORT_ONLY = """\
+from ...models import AutoencoderKL, UNet2DConditionModel
+from ..pipeline_utils import DiffusionPipeline
+
+
+class Pipeline(DiffusionPipeline):
+    def __init__(self, unet: UNet2DConditionModel, vae: AutoencoderKL):
+        self.register_modules(unet=unet, vae=vae)
+
+    def __call__(self, latents, timesteps, **decode_kwargs):
+        for t in timesteps:
+            latents = self.unet(latents, t, return_dict=False)[0]
+        image = self.vae.decode(latents, **decode_kwargs).sample
+        return image
+"""
+
+
+def test_check_counts_a_report_only_finding_paid_once_and_include_cold_lists_it(tmp_path: Path) -> None:
+    (tmp_path / "pipeline.py").write_text(COLD_REPORT_ONLY)
+    hidden = codemod("run", "--check", "pipeline.py", cwd=tmp_path)
+    listed = codemod("run", "--check", "--include-cold", "pipeline.py", cwd=tmp_path)
+    assert (hidden.returncode, hidden.stdout) == (0, "")
+    assert "1 finding(s) not paid per denoising step" in hidden.stderr
+    assert listed.returncode == 1
+    assert listed.stdout.startswith("pipeline.py:12:17: DIF004 `.sample` read off `self.vae.decode(...)`")
+    assert "[cost: once per generation (`Pipeline.__call__` runs outside the denoising loop)]" in listed.stdout
 
 
 def test_ignore_leaves_the_rule_out(pipeline: Path) -> None:
@@ -156,8 +188,13 @@ def test_json_output_has_findings_and_summary(pipeline: Path) -> None:
         "fix_safety": "safe",
         "fixed": False,
     }
-    assert [f["fix_safety"] for f in document["findings"]] == ["safe", "none", "safe"]
+    assert [(f["fix_safety"], f["frequency"], f["hot"]) for f in document["findings"]] == [
+        ("safe", "step", True),
+        ("none", "step", True),
+        ("safe", "generation", False),
+    ]
     assert document["summary"]["findings_by_code"] == {"DIF004": 3}
+    assert document["summary"]["not_listed_cold"] == 0
     assert document["summary"]["files_scanned"] == 1
 
 
@@ -265,3 +302,28 @@ def test_a_context_that_is_no_package_is_a_one_line_error(pipeline: Path) -> Non
     assert result.stderr == (
         f"codemod: error: --context {pipeline.parent}: not a package directory (no __init__.py); give e.g. src/diffusers\n"
     )
+
+
+INPAINT_LOOP = """\
+import torch
+
+
+class InpaintPipeline:
+    def __call__(self, num_inference_steps, latents, noise, device):
+        self.scheduler.set_timesteps(num_inference_steps, device=device)
+        timesteps = self.scheduler.timesteps
+        for i, t in enumerate(timesteps):
+            if i < len(timesteps) - 1:
+                noise_timestep = timesteps[i + 1]
+                latents = self.scheduler.add_noise(latents, noise, torch.tensor([noise_timestep]))
+        return latents
+"""
+
+
+def test_the_same_code_in_two_files_is_one_entry_with_both_places(tmp_path: Path) -> None:
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(INPAINT_LOOP)
+    result = codemod("run", "--check", "a.py", "b.py", cwd=tmp_path)
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("a.py:11:68: DIF006 `torch.tensor([noise_timestep])` reads")
+    assert lines[1] == "    the same in 1 more place(s): b.py:11:68"

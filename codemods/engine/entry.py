@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codemods.analysis.models.frequency import ModelReach, grouped_patterns
 from codemods.engine.cache import ScanCache, digest
 from codemods.engine.copy_declines import copy_decline
 from codemods.engine.discovery import discover
@@ -35,6 +36,7 @@ from codemods.project.frozen import is_deprecated_pipeline
 from codemods.project.index import ProjectIndex, TreeInfo, module_name, package_root, tree_relative
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
+from codemods.rules.missing_repeated_blocks import MissingRepeatedBlocks
 from codemods.source import SourceFile
 
 if TYPE_CHECKING:
@@ -151,7 +153,7 @@ class _Run:
                 ]
         self.cache.save(self.used_cache_keys)
         result.errors = sorted(errors.values(), key=lambda e: e.path)
-        result.findings.sort(key=Finding.sort_key)
+        result.findings = grouped_patterns(sorted(result.findings, key=Finding.sort_key))
         return result
 
     def split_frozen(self, findings: list[Finding]) -> tuple[list[Finding], list[Finding]]:
@@ -226,6 +228,7 @@ class _Run:
     def resolve(self, scans: Iterable[Scan], index: ProjectIndex, errors: dict[str, FileError]) -> list[Finding]:
         """The scans' findings confirmed against the whole tree: new values (`Rule.resolve` never changes its argument)."""
         resolved = []
+        reach = ModelReach.of(index, MissingRepeatedBlocks.code)
         for scan in scans:
             for finding in scan.findings:
                 rule = self.rule_by_code[finding.code]
@@ -235,7 +238,7 @@ class _Run:
                     errors[scan.path] = FileError(scan.path, f"rule {rule.code} failed: {type(crash).__name__}: {crash}")
                     continue
                 if kept is not None:
-                    resolved.append(self.decline_unchangeable_copies(kept, index))
+                    resolved.append(self.decline_unchangeable_copies(reach.apply(kept), index))
         return resolved
 
     def decline_unchangeable_copies(self, finding: Finding, index: ProjectIndex) -> Finding:

@@ -71,15 +71,17 @@ class RunResult:
         what a check of that tree finds (codemods/engine/fix_loop.py)."""
         return [f for f in self.findings if not f.fixed]
 
-    def exit_code(self) -> int:
-        """0: nothing left to report; 1: findings remain (or would change); 2: an error."""
+    def exit_code(self, include_cold: bool = False) -> int:
+        """0: nothing left to report; 1: findings remain (or would change); 2: an error. A finding the reports leave
+        out by default (`Finding.shown_by_default`: a safe fix always counts) counts only with `include_cold`."""
         if self.errors:
             return 2
         if self.mode is Mode.DIFF:
-            return 1 if self.changes or self.findings else 0
-        return 1 if self.remaining else 0
+            return 1 if self.changes or any(include_cold or f.shown_by_default for f in self.findings) else 0
+        return 1 if any(include_cold or f.shown_by_default for f in self.remaining) else 0
 
     def summary(self) -> dict[str, object]:
+        """Counts over every finding, those the reports leave out by default included."""
         by_code: dict[str, int] = {}
         for finding in self.findings:
             by_code[finding.code] = by_code.get(finding.code, 0) + 1

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cache
 
+from codemods.analysis.models.frequency import with_site_cost
 from codemods.findings import FileError, Finding
 from codemods.project.facts import FileFacts, extract_facts
 from codemods.project.files import SourceDecodeError, read_source
@@ -127,7 +128,7 @@ def _scan_source(source: SourceFile, tree: TreeInfo, rules: list[Rule]) -> FileS
         except Exception as crash:  # a rule bug must not take the run (or the file) down with it
             results.append((rule.code, RuleScan((), _rule_failed(path, rule, crash))))
             continue
-        kept = tuple(f for f in found if not source.suppressed(f.code, f.line, f.end_line))
+        kept = tuple(with_site_cost(source, f) for f in found if not source.suppressed(f.code, f.line, f.end_line))
         results.append((rule.code, RuleScan(kept)))
     return replace(facts, rules=tuple(sorted(results)))
 

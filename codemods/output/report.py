@@ -31,16 +31,52 @@ def _marker(finding: Finding) -> str:
     return ""
 
 
-def text_lines(result: RunResult) -> list[str]:
-    shown = result.remaining if result.mode is Mode.WRITE else result.findings
+def shown(findings: list[Finding], include_cold: bool) -> list[Finding]:
+    """What a report lists: fixes made, and the findings paid per denoising step (all with `include_cold`)."""
+    return [f for f in findings if include_cold or f.fixed or f.shown_by_default]
+
+
+def by_pattern(findings: list[Finding]) -> list[list[Finding]]:
+    """The findings grouped by code shape (`Finding.pattern`), each group in file order, groups by first place."""
+    groups: dict[str, list[Finding]] = {}
+    for position, finding in enumerate(findings):
+        groups.setdefault(finding.pattern or f"#{position}", []).append(finding)
+    return list(groups.values())
+
+
+def _cost_note(finding: Finding) -> str:
+    """The frequency, where the message does not already say it."""
+    if finding.cost is None or finding.cost.text() in finding.message:
+        return ""
+    return f" [cost: {finding.cost.text()}]"
+
+
+def text_lines(result: RunResult, include_cold: bool = False) -> list[str]:
+    """One entry per code shape: the first place with its message, then the other places of the same shape."""
     lines = []
-    for finding in shown:
+    for group in by_pattern(shown(result.remaining if result.mode is Mode.WRITE else result.findings, include_cold)):
+        finding = group[0]
         where = f"{display_path(finding.path)}:{finding.line}:{finding.column + 1}"
-        line = f"{where}: {finding.code} {_marker(finding)}{finding.message}"
+        line = f"{where}: {finding.code} {_marker(finding)}{finding.message}{_cost_note(finding)}"
         if finding.not_fixed_reason:
             line += f" (not fixed: {finding.not_fixed_reason})"
         lines.append(line)
+        if len(group) > 1:
+            others = ", ".join(f"{display_path(f.path)}:{f.line}:{f.column + 1}" for f in group[1:])
+            lines.append(f"    the same in {len(group) - 1} more place(s): {others}")
     return lines
+
+
+def cold_note(result: RunResult, include_cold: bool) -> str | None:
+    """How many findings the default report leaves out, and how to see them."""
+    listed = result.remaining if result.mode is Mode.WRITE else result.findings
+    hidden = len(listed) - len(shown(listed, include_cold))
+    if not hidden:
+        return None
+    return (
+        f"{hidden} finding(s) not paid per denoising step (once per generation or call, the last step, no "
+        "measured effect, or a model no pipeline runs per step) not listed: `--include-cold` lists them"
+    )
 
 
 def summary_line(result: RunResult) -> str:
@@ -68,9 +104,11 @@ def summary_line(result: RunResult) -> str:
     return "; ".join(parts) + "."
 
 
-def summary_notes(result: RunResult) -> list[str]:
+def summary_notes(result: RunResult, include_cold: bool = False) -> list[str]:
     """What the run set aside or could not check, said once each (after the summary line)."""
-    notes = [
+    cold = cold_note(result, include_cold)
+    notes = [cold] if cold else []
+    notes += [
         f"skipped {entry['findings']} finding(s) in {entry['files']} file(s): {entry['reason']} "
         f"(`{entry['include_with']}` to include them)"
         for entry in result.skipped_summary()
@@ -112,11 +150,14 @@ def unified_diff(result: RunResult) -> str:
     return "".join(chunks)
 
 
-def as_json(result: RunResult) -> str:
+def as_json(result: RunResult, include_cold: bool = False) -> str:
+    listed = _every_finding(result)
+    kept = shown(listed, include_cold)
+    counts = {"not_listed_cold": len(listed) - len(kept), "listed_patterns": len(by_pattern(kept))}
     document = {
         "version": __version__,
-        "findings": [{**f.to_dict(), "path": display_path(f.path)} for f in _every_finding(result)],
-        "summary": result.summary(),
+        "findings": [{**f.to_dict(), "path": display_path(f.path)} for f in kept],
+        "summary": {**result.summary(), **counts},
         "errors": [{"path": display_path(e.path), "line": e.line, "message": e.message} for e in result.errors],
     }
     return json.dumps(document, indent=2)
@@ -129,9 +170,9 @@ def _every_finding(result: RunResult) -> list[Finding]:
     return sorted([f for f in result.findings if f.fixed] + result.remaining, key=Finding.sort_key)
 
 
-def as_github(result: RunResult) -> str:
+def as_github(result: RunResult, include_cold: bool = False) -> str:
     lines = []
-    for finding in result.remaining:
+    for finding in shown(result.remaining, include_cold):
         properties = ",".join(
             f"{key}={_escape_property(str(value))}"
             for key, value in (
@@ -143,7 +184,7 @@ def as_github(result: RunResult) -> str:
                 ("title", f"{finding.code} {_rule_name(result, finding.code)}"),
             )
         )
-        lines.append(f"::warning {properties}::{_escape_data(finding.message)}")
+        lines.append(f"::warning {properties}::{_escape_data(finding.message + _cost_note(finding))}")
     for error in result.errors:
         location = f"file={_escape_property(display_path(error.path))}" + (f",line={error.line}" if error.line else "")
         lines.append(f"::error {location}::{_escape_data(error.message)}")
@@ -162,7 +203,7 @@ def _escape_property(value: str) -> str:
     return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def as_sarif(result: RunResult) -> str:
+def as_sarif(result: RunResult, include_cold: bool = False) -> str:
     """SARIF 2.1.0 for code scanning. A run that wrote nothing (--check, --diff) reports every finding, and
     each fix it proved comes with the replacement text (`fixes`); a run that wrote its fixes reports what remains.
     """
@@ -177,7 +218,7 @@ def as_sarif(result: RunResult) -> str:
         for path, (before, after) in result.changes.items():
             fixed = [f for f in result.findings if f.fixed and f.path == path]
             fixes |= file_fixes(fixed, before, after, _uri(path))
-    for finding in result.remaining if result.mode is Mode.WRITE else result.findings:
+    for finding in shown(result.remaining if result.mode is Mode.WRITE else result.findings, include_cold):
         fingerprint = _fingerprint(finding)
         seen[fingerprint] = seen.get(fingerprint, 0) + 1
         fix = fixes.get(id(finding))
@@ -186,7 +227,7 @@ def as_sarif(result: RunResult) -> str:
                 "ruleId": finding.code,
                 "ruleIndex": rule_index[finding.code],
                 "level": "warning",
-                "message": {"text": finding.message},
+                "message": {"text": finding.message + _cost_note(finding)},
                 "locations": [
                     {
                         "physicalLocation": {
@@ -201,7 +242,11 @@ def as_sarif(result: RunResult) -> str:
                     }
                 ],
                 "partialFingerprints": {"codemodFinding/v1": f"{fingerprint}:{seen[fingerprint]}"},
-                "properties": {"fixSafety": finding.fix_safety.value},
+                "properties": {
+                    "fixSafety": finding.fix_safety.value,
+                    "frequency": finding.cost.frequency.name.lower() if finding.cost else None,
+                    "pattern": finding.pattern,
+                },
                 **({"fixes": [fix]} if fix else {}),
             }
         )

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from codemods.findings import Edit, Finding, Fix, FixSafety, ImportRequest
+from codemods.findings import Cost, Edit, Finding, Fix, FixSafety, ImportRequest
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.source import SourceFile
 
@@ -89,8 +89,10 @@ class Rule:
         fix: Fix | None = None,
         requires: tuple[tuple[str, ...], ...] = (),
         not_fixed_reason: str | None = None,
+        cost: Cost | None = None,
         **extra: Any,
     ) -> Finding:
+        """`cost`: only where the cost is not paid at `node` as the call graph places it (the scan derives it)."""
         span = source.span(node)
         return Finding(
             code=self.code,
@@ -103,6 +105,7 @@ class Rule:
             fix=fix,
             requires=requires,
             not_fixed_reason=not_fixed_reason,
+            cost=cost,
             extra=extra,
         )
 

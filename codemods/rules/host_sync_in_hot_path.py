@@ -7,15 +7,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codemods.analysis.models.hot_paths import STEP_LOOPS, hot_paths
-from codemods.analysis.placement.class_places import places_at
+from codemods.analysis.placement.class_places import PLACEMENT_UNKNOWN, places_at, traced_places_at
 from codemods.analysis.placement.host_built import VALUE_READS, fill_value, host_built
 from codemods.analysis.placement.host_reads import HostRead, host_reads
+from codemods.analysis.placement.host_value_uses import no_local_remedy, path_to
 from codemods.analysis.placement.mask_guards import empty_mask_guard
 from codemods.analysis.schedules.precomputed_schedule import PRECOMPUTED, is_first_element_item, schedule_replay
 from codemods.analysis.schedules.scheduler_lookups import every_call_lookup
 from codemods.analysis.schedules.stepped_schedulers import scheduler_loops
 from codemods.edits.statement_inserts import inserted_before
-from codemods.findings import Edit, Finding, FixSafety
+from codemods.findings import Edit, Finding, FixSafety, Placement
 from codemods.lazy import libcst as cst
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
@@ -153,7 +154,13 @@ class HostSyncInHotPath(Rule):
                 if key in seen:
                     continue
                 seen.add(key)
-                message = _message(source, read, scope)
+                chain = [*ancestors, *path_to(node, read.node)]
+                message = _message(source, read, scope, chain)
+                traced = traced_places_at(source, ancestors)
+                operands = (read.operand, node.value) if read.kind == "mask" else (read.operand,)  # type: ignore[attr-defined]
+                placement = Placement.DEVICE if traced and all(traced.is_device(o) for o in operands) else Placement.UNKNOWN
+                if placement is Placement.UNKNOWN:
+                    message += PLACEMENT_UNKNOWN.format(value=shortened(source.segment(read.operand)))
                 message += empty_mask_guard(source, node, read.node, places) or ""
                 known = host_built(read, places) if read.kind in VALUE_READS else None
                 filled = fill_value(read, known, places) if known is not None else None
@@ -163,9 +170,10 @@ class HostSyncInHotPath(Rule):
                         f"`{shortened(source.segment(known))}`): use the Python values instead"
                     )
                 if filled is not None:
-                    yield self._with_fill_fix(source, read, filled, message)
+                    found = self._with_fill_fix(source, read, filled, message)
                 else:
-                    yield self._with_schedule_fix(source, read, ancestors, scope, message)
+                    found = self._with_schedule_fix(source, read, ancestors, scope, message)
+                yield replace(found, placement=placement)
         if "scheduler.step(" in source.text:
             yield from self._scheduler_lookups(source)
 
@@ -280,8 +288,9 @@ class HostSyncInHotPath(Rule):
     )
 
 
-def _message(source: SourceFile, read: HostRead, scope: ast.AST) -> str:
+def _message(source: SourceFile, read: HostRead, scope: ast.AST, chain: list[ast.AST]) -> str:
     what, remedy = _WHAT[read.kind]
+    remedy = no_local_remedy(read.kind, chain) or remedy
     expression = shortened(source.segment(read.node) if read.kind != "truth" else source.segment(read.operand))
     operand = shortened(source.segment(read.operand))
     if isinstance(scope, STEP_LOOPS):

@@ -3,11 +3,12 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codemods.analysis.models.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.models.model_call_loops import host_data_per_denoiser_pass
-from codemods.analysis.placement.class_places import places_at
+from codemods.analysis.placement.class_places import PLACEMENT_UNKNOWN, places_at, traced_places_at
 from codemods.analysis.placement.factory_moves import (
     device_values,
     is_empty_data,
@@ -34,7 +35,7 @@ from codemods.edits.call_layout import add_keyword_argument, argument_layout
 from codemods.edits.getters.builds import cached_build
 from codemods.edits.getters.plan import GetterPlan
 from codemods.edits.getters.rewrites import DeviceGetterEdits
-from codemods.findings import Edit, Finding, Fix, FixSafety
+from codemods.findings import Edit, Finding, Fix, FixSafety, Placement
 from codemods.lazy import libcst as cst
 from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule
@@ -177,12 +178,17 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
         if factory in FROM_DATA:
             read = device_values(call, places)
             if read is not None:
-                return self.finding(
+                # A sync only where the value is on the device as the code shows, not as an annotation says.
+                traced = traced_places_at(source, ancestors)
+                placed = traced is not None and device_values(call, traced) is not None
+                unknown = "" if placed else PLACEMENT_UNKNOWN.format(value=shortened(source.segment(read)))
+                finding = self.finding(
                     source, call,
                     f"`{text}` reads `{shortened(source.segment(read))}` back from the device (a sync) and copies it "
                     f"out again, {when}; use `{shortened(source.segment(read))}.expand(...)`/`.repeat(...)` "
-                    "or `torch.stack`, which stay on the device",
+                    f"or `torch.stack`, which stay on the device{unknown}",
                 )  # fmt: skip
+                return replace(finding, placement=Placement.DEVICE if placed else Placement.UNKNOWN)
             if not (on_device or moved is not None) or not call.args or is_empty_data(call.args[0]):
                 return None
             if places.place(call.args[0]).is_tensor:

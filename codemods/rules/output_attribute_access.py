@@ -10,7 +10,7 @@ from codemods.analysis.models.output_proof import OutputForm, output_form
 from codemods.analysis.models.output_reads import OutputRead, output_read
 from codemods.analysis.values.unpacked_keys import unpacked_keys
 from codemods.edits.call_layout import Layout, add_keyword_argument, argument_layout
-from codemods.findings import Edit, Finding, FixSafety
+from codemods.findings import Cost, Edit, Finding, FixSafety, Frequency
 from codemods.lazy import libcst as cst
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
@@ -153,6 +153,7 @@ class OutputAttributeAccess(Rule):
             fix,
             requires=requires,
             not_fixed_reason=site.blocker,
+            cost=Cost(Frequency.NO_EFFECT, "docs/dif004-evidence.md") if site.blocker == _SELF_CALL else None,
             positional=positional,
             bare_fix=bare_fix,
         )

@@ -15,7 +15,7 @@ from codemods.analysis.schedules.stepped_schedulers import (
     tested_schedulers,
 )
 from codemods.edits.statement_inserts import inserted_before
-from codemods.findings import Edit, Finding, Fix, FixSafety
+from codemods.findings import Cost, Edit, Finding, Fix, FixSafety, Frequency
 from codemods.lazy import libcst as cst
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
@@ -167,6 +167,8 @@ class SchedulerIndexLookup(Rule):
             fix,
             requires=tuple(_lookup_question(s) for s in schedulers),
             not_fixed_reason=next(iter(blockers.values())) if fix is None else None,
+            # The lookup runs in the scheduler's first `step()`, not at every step of the loop it reports.
+            cost=Cost(Frequency.GENERATION, "the scheduler looks its step index up on its first step"),
             blockers=blockers,
             tested=sorted(s.expression for s in schedulers if {s.expression, s.copied_from} & tested),
         )

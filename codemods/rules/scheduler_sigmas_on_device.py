@@ -27,7 +27,7 @@ from codemods.analysis.schedules.sigma_setter import (
     self_sigmas,
     why_no_fix,
 )
-from codemods.findings import Edit, Finding, Fix, FixSafety
+from codemods.findings import Cost, Edit, Finding, Fix, FixSafety, Frequency
 from codemods.lazy import libcst as cst
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
@@ -179,6 +179,8 @@ class SchedulerSigmasOnDevice(Rule):
             source, bare.statement if bare is not None else assignment, message, fix,
             requires=(("sigma_consumers", cls.name),) if fix else (),
             not_fixed_reason=blocker,
+            # Reported where `set_timesteps` places the sigmas; paid where the step reads them.
+            cost=Cost(Frequency.STEP, "the scheduler's per-step code reads the sigmas"),
         )  # fmt: skip
         return finding, bare
 

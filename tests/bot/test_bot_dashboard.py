@@ -87,7 +87,7 @@ def test_dashboard_links_each_open_pr_to_its_lines_at_the_base_commit(
     )
 
 
-def test_report_only_findings_are_listed_by_rule_and_family_with_the_rules_why(
+def test_report_only_findings_are_listed_by_rule_and_shape_with_the_rules_why_and_ignored_by_family(
     remote: GitHubDouble, dashboard_options: BotOptions
 ) -> None:
     push_branch(
@@ -99,14 +99,15 @@ def test_report_only_findings_are_listed_by_rule_and_family_with_the_rules_why(
     body = remote.issue(summary.dashboard.number).body
     blob = f"{remote.api_url}/{REPO}/blob/{summary.base_sha}"
     assert "## Report-only findings (1)" in body
-    assert "### DIF007 host-sync-in-hot-path: 1 in 1 family" in body
+    assert "### DIF007 host-sync-in-hot-path: 1 in 1 shape(s)" in body
+    assert "- DIF007 (every denoising step): `t >= boundary` compares" in body
+    assert f"[`pipeline_boundary.py#L8`]({blob}/{BOUNDARY}#L8)" in body
     assert "The host cannot run ahead of the GPU past a sync: the queue drains" in body
     # The rule's module at the commit that ran: this checkout's HEAD.
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
     assert f"[Documentation](https://github.com/diffusers-codemod/diffusers-codemod/blob/{head.stdout.strip()}/codemods/rules/" in body
     assert (
-        f"- [ ] ignore `pipelines/boundary` (1): [`pipeline_boundary.py#L8`]({blob}/{BOUNDARY}#L8) "
-        "<!-- codemod-ignore: findings:DIF007:pipelines/boundary -->"
+        "- [ ] ignore `pipelines/boundary` (1) <!-- codemod-ignore: findings:DIF007:pipelines/boundary -->"
     ) in body
 
 

@@ -72,3 +72,46 @@ def test_ignores_survive_a_rewrite_of_the_body_even_for_what_this_run_did_not_fi
     assert Ticks.read(body) == ticks
     assert "## Report-only findings (0)" in body  # the ignored family moved to Ignored
     assert "- [x] `dif004-pipelines-gone` (not found in this run)" in body
+
+
+def _content(report_only: list[ReportOnly]) -> DashboardContent:
+    return DashboardContent(
+        repo="you/diffusers",
+        html_url="https://github.com/you/diffusers",
+        base="main",
+        base_sha=SHA,
+        groups=[],
+        outcomes=[],
+        pulls=[],
+        report_only=report_only,
+        ticks=Ticks(frozenset(), frozenset()),
+        updated="2026-11-02 05:31 UTC",
+    )
+
+
+def test_one_code_shape_in_three_pipelines_is_one_entry_with_three_permalinks() -> None:
+    message = "`torch.tensor([noise_timestep])` reads `noise_timestep` back from the device"
+    paths = [f"src/diffusers/pipelines/{name}/pipeline_{name}_inpaint.py" for name in ("flux", "sd3", "chroma")]
+    found = [ReportOnly("DIF006", p, 9, 9, message, None, True, "every denoising step", "DIF006:abc") for p in paths]
+
+    body = render(_content(found))
+
+    assert "### DIF006 host-value-rebuilt: 3 in 1 shape(s)" in body
+    (entry,) = [line for line in body.splitlines() if line.startswith("- DIF006 (3×, every denoising step): ")]
+    assert entry.count("](https://github.com/you/diffusers/blob/") == 3
+
+
+def test_findings_not_paid_per_step_are_only_counted_in_a_folded_section() -> None:
+    hot = ReportOnly("DIF007", "src/diffusers/pipelines/wan/pipeline_wan.py", 12, 12, "`t < x` syncs", None, True)
+    cold = ReportOnly(
+        "DIF007", "src/diffusers/pipelines/deepfloyd_if/safety_checker.py", 47, 47, "`w.tolist()` syncs", None,
+        False, "once per generation", "DIF007:def",
+    )  # fmt: skip
+
+    body = render(_content([hot, cold]))
+
+    assert "## Report-only findings (1)" in body
+    folded = body.split("## Not paid per denoising step (1)", 1)[1]
+    assert "<details><summary>1 item</summary>" in folded
+    assert "- DIF007 (once per generation): `w.tolist()` syncs: " in folded
+    assert "1 report-only finding(s) paid per step (1 more not)" in body

@@ -61,7 +61,7 @@ def test_a_move_that_also_casts_is_reported_without_a_fix(tmp_path: Path) -> Non
 def test_python_values_copied_every_call_are_reported(tmp_path: Path) -> None:
     finding, _ = _check(tmp_path, "torch.tensor([0.5, 2.0], device=x.device)")
     assert finding.fix is None
-    assert "builds a tensor from Python values and copies it to the device every call of `forward`" in finding.message
+    assert "builds a tensor from Python values and copies it to the device every forward of a model" in finding.message
 
 
 def _run_release(version: str, relative: str, tmp_path: Path, select: tuple[str, ...] = ("DIF006",)):

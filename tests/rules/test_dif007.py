@@ -52,7 +52,7 @@ def test_a_timestep_comparison_in_the_loop_says_every_denoising_step(tmp_path: P
     )
 
 
-def test_a_read_in_a_forward_says_which_call(tmp_path: Path) -> None:
+def test_a_read_in_a_forward_says_which_model_and_that_no_pipeline_tells_how_often(tmp_path: Path) -> None:
     code = """
     import torch
 
@@ -62,7 +62,10 @@ def test_a_read_in_a_forward_says_which_call(tmp_path: Path) -> None:
             return x
     """
     ((_, message),) = _messages(tmp_path, code)
-    assert "every call of `forward`" in message and message.startswith("`mask.sum(dim=1).tolist()` copies")
+    assert message.startswith(
+        "`mask.sum(dim=1).tolist()` copies a device tensor to the host: the host waits for the device every forward "
+        "of a model run once per denoising step (`Block`; no pipeline in the run shows how often); "
+    )
 
 
 def test_a_python_int_index_and_set_up_code_are_not_reported(tmp_path: Path) -> None:
@@ -263,7 +266,10 @@ def test_a_guard_whose_where_keeps_another_tensor_gets_no_can_go_note(tmp_path: 
             return x
     """
     [(line, message)] = _messages(tmp_path, code)
-    assert line == 7 and message.endswith("use `torch.where`, or decide once, outside the per-call code")
+    assert line == 7 and message.endswith(
+        "use `torch.where`, or decide once, outside the per-call code; placement unknown: `mask.any()` is on the "
+        "device only as far as a type annotation says; nothing here shows where it was made or moved"
+    )
 
 
 def _reported_lines(module: str, tmp_path: Path) -> dict[str, str]:

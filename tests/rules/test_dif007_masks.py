@@ -61,8 +61,8 @@ def test_llada2_once_per_block_and_python_bool_tests_are_not_reported(tmp_path: 
 def test_block_refinement_step_masked_copy_guard_is_reported_with_its_where(tmp_path: Path) -> None:
     reported = _reported(installed_copy(BLOCK_REFINEMENT, tmp_path))
     assert reported["348: if final_transfer.any():"] == (
-        "`final_transfer.any()` tests a device tensor's truth in Python: the host waits for the device every call "
-        "of `step`; use `torch.where`, or decide once, outside the per-call code; the guarded masked copy writes "
+        "`final_transfer.any()` tests a device tensor's truth in Python: the host waits for the device every "
+        "denoising step (in `BlockRefinementScheduler.step`); use `torch.where`, or decide once, outside the per-call code; the guarded masked copy writes "
         "nothing when `final_transfer` is all False, and its mask read syncs as well: `prev_sample = "
         "torch.where(final_transfer, sampled_tokens, prev_sample)` makes the copy without either sync, for tensors "
         "of the mask's shape"

@@ -23,6 +23,7 @@ class Section:
     can_cut: bool = True
     rest_hint: str = ""  # where the left-out lines can be seen
     shown: int | None = None  # None: all items
+    folded: bool = False  # items inside a closed `<details>` whatever their number
 
     def visible(self) -> int:
         return len(self.items) if self.shown is None else min(self.shown, len(self.items))
@@ -39,7 +40,7 @@ class Section:
         left = len(self.items) - len(shown)
         if left:
             shown = [*shown, f"- _… {left} line{'s' if left != 1 else ''} left out{self.rest_hint}_"]
-        if len(self.items) > FOLD_OVER:
+        if self.folded or len(self.items) > FOLD_OVER:
             summary = f"{len(self.items)} item{'s' if len(self.items) != 1 else ''}"
             lines += [f"<details><summary>{summary}</summary>", "", *shown, "", "</details>"]
         else:

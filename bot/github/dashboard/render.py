@@ -85,7 +85,8 @@ def render(content: DashboardContent) -> str:
 def _header(content: DashboardContent) -> str:
     commit = f"[`{content.base}@{content.base_sha[:10]}`]({content.html_url}/commit/{content.base_sha})"
     run = f" ([workflow run]({content.run_url}))" if content.run_url else ""
-    findings = len([f for f in content.report_only if findings_key(f.rule, f.family) not in content.ticks.ignored])
+    listed = [f for f in content.report_only if findings_key(f.rule, f.family) not in content.ticks.ignored]
+    findings = f"{sum(f.hot for f in listed)} report-only finding(s) paid per step ({sum(not f.hot for f in listed)} more not)"
     return "\n".join(
         [
             DASHBOARD_MARKER,
@@ -96,7 +97,7 @@ def _header(content: DashboardContent) -> str:
             "issue stops the bot from updating it.",
             "",
             f"Last run: {content.updated}{run} · {len(content.groups)} fix group(s) · "
-            f"{_count(content.pulls, state='open')} open PR(s) · {findings} report-only finding(s)",
+            f"{_count(content.pulls, state='open')} open PR(s) · {findings}",
         ]
     )
 
@@ -184,47 +185,78 @@ def _no_longer_needed(content: DashboardContent) -> Section:
 
 
 def _report_only(content: DashboardContent) -> list[Section]:
-    by_rule: dict[str, dict[str, list[ReportOnly]]] = defaultdict(lambda: defaultdict(list))
-    for finding in content.report_only:
-        if findings_key(finding.rule, finding.family) not in content.ticks.ignored:
-            by_rule[finding.rule][finding.family].append(finding)
-    total = sum(len(found) for families in by_rule.values() for found in families.values())
+    """Per rule, the findings paid per denoising step, one entry per code shape with its permalinks, and the
+    families to ignore; then, folded, those paid once per generation or less."""
+    listed = [f for f in content.report_only if findings_key(f.rule, f.family) not in content.ticks.ignored]
+    hot = [f for f in listed if f.hot]
+    by_rule: dict[str, list[ReportOnly]] = defaultdict(list)
+    for finding in hot:
+        by_rule[finding.rule].append(finding)
     sections = [
         Section(
-            f"## Report-only findings ({total})",
+            f"## Report-only findings ({len(hot)})",
             [],
             intro=[
-                "Findings the engine reports without a fix it can prove safe, by rule and family. "
-                "`codemod run --check --select CODE src/diffusers` lists them with their messages; "
-                "**ignore** moves a family to Ignored."
+                "Findings the engine reports without a fix it can prove safe and that are paid every denoising "
+                "step, by rule, one entry per code shape. `codemod run --check --select CODE src/diffusers` "
+                "lists them with their messages; **ignore** moves a family to Ignored."
             ]
-            if total
+            if hot
             else [],
-            empty="" if total else "None.",
+            empty="" if hot else "None.",
         )
     ]
     for rule in sorted(by_rule):
-        families = by_rule[rule]
-        count = sum(len(found) for found in families.values())
-        items = [
-            checkbox(
-                f"ignore `{name}` ({len(found)}): {content.links((f.path, f.line, f.end_line) for f in found)}",
-                IGNORE,
-                findings_key(rule, name),
-                False,
-            )
-            for name, found in sorted(families.items())
+        found = by_rule[rule]
+        families: dict[str, int] = defaultdict(int)
+        for finding in found:
+            families[finding.family] += 1
+        shapes = _by_pattern(found)
+        items = [_shape_item(content, shape) for shape in shapes]
+        items += [
+            checkbox(f"ignore `{name}` ({count})", IGNORE, findings_key(rule, name), False)
+            for name, count in sorted(families.items())
         ]
-        where = f"{len(families)} famil{'y' if len(families) == 1 else 'ies'}"
         sections.append(
             Section(
-                f"### {rule} {rule_class(rule).name}: {count} in {where}",
+                f"### {rule} {rule_class(rule).name}: {len(found)} in {len(shapes)} shape(s)",
                 items,
                 intro=[f"{why_line(rule)} [Documentation]({docs_url(rule)}) · `codemod explain {rule}`"],
                 rest_hint=f": `codemod run --check --select {rule} src/diffusers` lists them all",
             )
         )
+    cold = [f for f in listed if not f.hot]
+    if cold:
+        sections.append(
+            Section(
+                f"## Not paid per denoising step ({len(cold)})",
+                [_shape_item(content, shape) for shape in _by_pattern(sorted(cold, key=lambda f: f.rule))],
+                intro=[
+                    "Real, but paid once per generation, once per call, at the last step only, in a model no "
+                    "pipeline runs per step, or with no measured effect: "
+                    "`codemod run --check --include-cold src/diffusers` lists them."
+                ],
+                folded=True,
+                rest_hint=": `codemod run --check --include-cold src/diffusers` lists them all",
+            )
+        )
     return sections
+
+
+def _by_pattern(findings: list[ReportOnly]) -> list[list[ReportOnly]]:
+    shapes: dict[str, list[ReportOnly]] = defaultdict(list)
+    for position, finding in enumerate(findings):
+        shapes[finding.pattern or f"#{position}"].append(finding)
+    return list(shapes.values())
+
+
+def _shape_item(content: DashboardContent, shape: list[ReportOnly]) -> str:
+    """`- DIF006 (21×, once per generation): <the first one's message>: links`."""
+    first = shape[0]
+    count = f"{len(shape)}×, " if len(shape) > 1 else ""
+    frequency = first.frequency or "frequency unknown"
+    links = content.links((f.path, f.line, f.end_line) for f in shape)
+    return f"- {first.rule} ({count}{frequency}): {first.message}: {links}"
 
 
 def _ignored(content: DashboardContent, by_id: dict[str, FixGroup]) -> Section:

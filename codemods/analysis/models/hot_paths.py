@@ -11,6 +11,9 @@ Hot:
   loops over `timesteps` walk a batch of them, e.g. in `add_noise`);
 - any function or method called from hot code, transitively, through `self.m(...)` (same class)
   or `f(...)` (same module).
+Each hot function also records what makes it hot (`HotPaths.entries`): a denoising loop or a scheduler's
+step (`STEP`), an attention processor or backend (`ATTENTION`), or the classes whose `forward` reaches it,
+which only the tree's pipelines can place (codemods/analysis/models/frequency.py).
 Cold, even inside hot code:
 - `__init__`, and methods reached only from it;
 - methods already cached (`lru_cache_unless_export`, `functools.lru_cache`/`cache`): their body
@@ -120,6 +123,9 @@ class HotPaths:
     loops: set[int] = field(default_factory=set)  # id() of denoising loop nodes
     # (first, last) lines of the hot functions and loops: rules that only report hot code search these.
     ranges: list[tuple[int, int]] = field(default_factory=list)
+    # id() of a hot function -> what makes it hot: STEP (a denoising loop or a scheduler's step calls it),
+    # ATTENTION (an attention processor or backend), or the name of a class whose `forward` reaches it.
+    entries: dict[int, set[str]] = field(default_factory=dict)
 
     def is_hot(self, ancestors: Ancestors, node: ast.AST | None = None) -> bool:
         """Whether `node` (with its ancestors) runs per call/step and not in a cold branch."""
@@ -146,6 +152,11 @@ class HotPaths:
         return id(function) in self.functions
 
 
+# What makes a hot function hot, besides a class's `forward` (named by its class).
+STEP = "step"
+ATTENTION = "attention"
+
+
 def hot_paths(source: SourceFile) -> HotPaths:
     """The module's hot code (see the module docstring), computed once per file."""
     return source.memo("hot_paths", lambda: _analyse(source))
@@ -154,28 +165,38 @@ def hot_paths(source: SourceFile) -> HotPaths:
 def _analyse(source: SourceFile) -> HotPaths:
     paths = HotPaths()
     module_functions = {n.name: n for n in source.tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-    worklist: list[tuple[Function, dict[str, Function]]] = []
+    worklist: list[tuple[Function, dict[str, Function], str]] = []
     for cls in source.classes:
         methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-        entries = set(_HOT_ENTRY_METHODS)
+        entries = {name: cls.name for name in _HOT_ENTRY_METHODS}
         if is_scheduler(cls):
-            entries |= _SCHEDULER_ENTRY_METHODS | {name for name in methods if name.startswith("step_")}
+            entries |= {name: STEP for name in _SCHEDULER_ENTRY_METHODS | {m for m in methods if m.startswith("step_")}}
         if is_attention_processor(cls):
-            entries |= _PROCESSOR_ENTRY_METHODS
-        worklist.extend((methods[name], methods) for name in entries if name in methods)
+            entries |= {name: ATTENTION for name in _PROCESSOR_ENTRY_METHODS}
+        worklist.extend((methods[name], methods, entry) for name, entry in entries.items() if name in methods)
         for method in methods.values() if not is_scheduler(cls) else ():
             for loop in (n for n in statements(method.body) if is_denoising_loop(n) or _steps_a_scheduler(n)):
                 paths.loops.add(id(loop))
                 paths.ranges.append((loop.lineno, loop.end_lineno or loop.lineno))
-                worklist.extend((callee, methods) for callee in _callees(source, loop.body, methods, module_functions))
-    worklist.extend((function, {}) for function in module_functions.values() if _is_attention_backend(function))
+                callees = _callees(source, loop.body, methods, module_functions)
+                worklist.extend((callee, methods, STEP) for callee in callees)
+    backends = (function for function in module_functions.values() if _is_attention_backend(function))
+    worklist.extend((function, {}, ATTENTION) for function in backends)
+    # A function reached from several entries (a module helper of many classes' `forward`s) is walked once.
+    callees_of: dict[tuple[int, int], list[Function]] = {}
     while worklist:
-        function, methods = worklist.pop()
-        if id(function) in paths.functions or is_cached(function) or function.name == "__init__":
+        function, methods, entry = worklist.pop()
+        reached = paths.entries.get(id(function), set())
+        if entry in reached or is_cached(function) or function.name == "__init__":
             continue
-        paths.functions.add(id(function))
-        paths.ranges.append((function.lineno, function.end_lineno or function.lineno))
-        worklist.extend((callee, methods) for callee in _callees(source, function.body, methods, module_functions))
+        paths.entries[id(function)] = reached | {entry}
+        if id(function) not in paths.functions:
+            paths.functions.add(id(function))
+            paths.ranges.append((function.lineno, function.end_lineno or function.lineno))
+        key = (id(function), id(methods))
+        if key not in callees_of:
+            callees_of[key] = _callees(source, function.body, methods, module_functions)
+        worklist.extend((callee, methods, entry) for callee in callees_of[key])
     return paths
 
 

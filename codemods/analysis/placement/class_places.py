@@ -221,6 +221,25 @@ def places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces | None
     return cache[id(function)]  # type: ignore[return-value]
 
 
+# What a finding adds when only an annotation puts its value on the device (`value`: the value's source text).
+PLACEMENT_UNKNOWN = (
+    "; placement unknown: `{value}` is on the device only as far as a type annotation says; nothing here shows where "
+    "it was made or moved"
+)
+
+
+def traced_places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces | None:
+    """`places_at`, where a parameter's tensor annotation alone places nothing on the device: `DEVICE` here rests
+    on where the function makes or moves the value (a factory's `device=`, `.to`, a model's output, a buffer)."""
+    found = places_at(source, ancestors)
+    if found is None:
+        return None
+    cache: dict[int, FunctionPlaces] = source.memo("traced_function_places", dict)
+    if id(found.function) not in cache:
+        cache[id(found.function)] = FunctionPlaces(found.function, found.cls, annotations=False)
+    return cache[id(found.function)]
+
+
 def class_places(source: SourceFile, cls: ast.ClassDef) -> ClassPlaces:
     cache: dict[int, object] = source.memo("function_places", dict)
     if id(cls) not in cache:

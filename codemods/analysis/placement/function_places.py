@@ -48,9 +48,17 @@ _MODULE_TENSOR_ATTRIBUTES = {"weight", "bias"}
 class FunctionPlaces:
     """The places of the values in one function (`cls`: the class it is a method of, if any)."""
 
-    def __init__(self, function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, cls: MethodOwner | None = None):
+    def __init__(
+        self,
+        function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+        cls: MethodOwner | None = None,
+        annotations: bool = True,
+    ):
+        """`annotations=False`: a parameter annotated as a tensor is `UNKNOWN`, not `DEVICE`, so that `DEVICE`
+        means the function shows where the value was made or moved (what a finding's placement must rest on)."""
         self.function = function
         self.cls = cls
+        self.annotations = annotations
         self.bindings = FunctionBindings(function, skip_branch=lambda branch: is_other_backend_test(branch.test))
         self._memo: dict[int, Place] = {}
         self._binding_memo: dict[int, Place] = {}
@@ -124,7 +132,8 @@ class FunctionPlaces:
             before = self.name_place(binding.name, target)
             return combine([before, self.place(binding.value)])
         if binding.kind == "parameter" and binding.argument is not None:
-            return parameter_place(binding.argument)
+            place = parameter_place(binding.argument)
+            return place if self.annotations or place is not Place.DEVICE else Place.UNKNOWN
         if binding.kind == "python":
             return Place.PYTHON
         return Place.UNKNOWN

@@ -1,0 +1,109 @@
+"""What the code does with a value it reads off the device: whether a remedy that keeps it there can fit.
+
+`torch.where(mask, x, 0)` keeps a masked read on the device only when what follows reduces it (`x[mask].sum()`):
+a reorder (`torch.cat([x[mask], x[~mask]])`) or a gather needs the selected elements themselves, whose number
+is a size. "Keep it a tensor" fits a value used in arithmetic, not one used as a size, a shape or an index
+(`frames, height, width = grid[0].tolist()`, then `x.view(frames, height, width)`): those must be Python numbers.
+Where neither fits, the finding says what the read costs and why no local rewrite removes it.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from codemods.source import dotted_name, walk
+
+_REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "norm", "any", "all", "prod", "std", "var", "count_nonzero"}
+_SIZE_TAKERS = {
+    "range", "arange", "linspace", "zeros", "ones", "empty", "full", "randn", "rand", "randint", "view", "reshape",
+    "expand", "repeat", "split", "narrow", "unflatten", "new_zeros", "new_ones", "new_empty", "new_full",
+    "interpolate", "pad", "chunk", "tensor_split", "unsqueeze", "squeeze", "flatten", "permute", "transpose",
+}  # fmt: skip
+
+
+# Reads whose value may become a size (and then cannot "stay a tensor").
+_SIZE_READS = {"item", "tolist", "int", "cpu", "numpy"}
+
+
+def no_local_remedy(kind: str, chain: list[ast.AST]) -> str | None:
+    """Why no local rewrite removes the read at the end of `chain` (a `HostRead` of `kind`); None if one may."""
+    function = next((n for n in reversed(chain) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)), None)
+    if kind == "mask" and not reduced(chain):
+        return (
+            "the code needs the selected elements themselves (a reorder or a gather: their number is a size), so "
+            "`torch.where` does not fit and no local rewrite removes the wait: one sync per read"
+        )
+    size = used_as_size(function, chain) if function is not None and kind in _SIZE_READS else None
+    if size is not None:
+        return (
+            f"the value is used as a size (`{size}`), which must be a Python number, so it cannot stay a tensor and "
+            "no local rewrite removes the wait: one sync per read, unless the caller passes the size from the host"
+        )
+    return None
+
+
+def path_to(root: ast.AST, target: ast.AST) -> list[ast.AST]:
+    """The nodes from `root` down to `target`, both included ([] when `target` is not under `root`)."""
+    if root is target:
+        return [root]
+    for child in ast.iter_child_nodes(root):
+        below = path_to(child, target)
+        if below:
+            return [root, *below]
+    return []
+
+
+def reduced(chain: list[ast.AST]) -> bool:
+    """Whether the last node of `chain` (its ancestors first) is reduced right away: `x[m].sum()`, `torch.sum(x[m])`."""
+    read, parent = chain[-1], chain[-2] if len(chain) > 1 else None
+    if isinstance(parent, ast.Attribute) and parent.attr in _REDUCTIONS:
+        return True
+    if isinstance(parent, ast.Call) and parent.args and parent.args[0] is read:
+        return (dotted_name(parent.func) or "").rsplit(".", 1)[-1] in _REDUCTIONS
+    return False
+
+
+def used_as_size(function: ast.AST, chain: list[ast.AST]) -> str | None:
+    """The size, shape or index the value read at the end of `chain` becomes, directly or through the names
+    its statement binds (and names computed from those); None if it is used only as a number."""
+    read = chain[-1]
+    for position, node in enumerate(chain[:-1]):
+        if _size_position(node, chain[position + 1]):
+            return ast.unparse(node)[:60]
+    statement = next((n for n in reversed(chain) if isinstance(n, ast.Assign)), None)
+    if statement is None or not any(n is read for n in walk(statement.value)):
+        return None
+    derived = {name for t in statement.targets for name in _bound_names(t)}
+    assignments = [n for n in walk(function) if isinstance(n, ast.Assign) and n is not statement]
+    grew = True
+    while grew:  # names computed from the read values (`hw = height * width`) are sizes too
+        grew = False
+        for assignment in assignments:
+            if any(isinstance(n, ast.Name) and n.id in derived for n in walk(assignment.value)):
+                targets = {name for t in assignment.targets for name in _bound_names(t)}
+                grew |= not targets <= derived
+                derived |= targets
+    for node in walk(function):
+        for child in ast.iter_child_nodes(node):
+            if _size_position(node, child) and any(isinstance(n, ast.Name) and n.id in derived for n in walk(child)):
+                return ast.unparse(node)[:60]
+    return None
+
+
+def _bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds: `a`, `a, (b, *c)`; not those inside `x[i] =` or `self.y =`."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    if isinstance(target, ast.Tuple | ast.List):
+        return [name for element in target.elts for name in _bound_names(element)]
+    return []
+
+
+def _size_position(node: ast.AST, child: ast.AST) -> bool:
+    """Whether `child` is where `node` takes a size or an index: an argument of `view`/`zeros`/`range`..., or a
+    slice's bound (a tensor index is no size: `sigmas[i]` gathers on the device)."""
+    if isinstance(node, ast.Call) and child is not node.func:
+        return (dotted_name(node.func) or getattr(node.func, "attr", "")).rsplit(".", 1)[-1] in _SIZE_TAKERS
+    return isinstance(node, ast.Slice)
