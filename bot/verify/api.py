@@ -17,7 +17,7 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from bot.verify.changes import rewrite_copy
+from bot.verify.changes import rewrite_copy, why_nothing_changed
 from bot.verify.environment import checkout_of
 from bot.verify.own_tests import DEFAULT_BUDGET_S, changed_files_tests
 from bot.verify.real_scale.run import real_scale_section
@@ -40,6 +40,7 @@ def verify(
     tolerance: float = 1e-4,
     progress: Callable[[str], None] | None = None,
     python: Path | None = None,
+    interpreter: Callable[[], Path | None] | None = None,
     own_tests: bool = True,
     tests_budget_s: float = DEFAULT_BUDGET_S,
     scale: str = "test",
@@ -47,7 +48,9 @@ def verify(
 ) -> VerifyReport:
     """Verify every change the engine makes to `src` (a diffusers package directory).
 
-    `python` runs both trees (default: this interpreter); in a checkout with `tests/`,
+    `python` runs both trees (default: this interpreter); `interpreter`, if given, is asked for it
+    once there is a change to verify (building the checkout's environment takes minutes, and a
+    run with nothing to verify says why without it). In a checkout with `tests/`,
     `own_tests` also runs the checkout's tests that cover the changed files on both trees, and
     `repo_checks` the checks its Makefile and CI run (`make quality`, repository consistency).
     """
@@ -71,8 +74,12 @@ def verify(
         changes = rewrite_copy(src, root, select=select, paths=paths)
         lap("rewrite")
         say(f"{len(changes.rewrites)} rewrite(s) in {len(changes.changed_files)} file(s)")
-        results, tests, real, turned_on, checks = [], None, None, None, None
-        if changes.rewrites:
+        results, tests, real, turned_on, checks, nothing = [], None, None, None, None, None
+        if not changes.rewrites:
+            nothing = why_nothing_changed(changes.result, select, paths is not None)
+            say(f"nothing to verify: {nothing}")
+        else:
+            python = interpreter() if interpreter is not None else python
             results = verify_changes(src, changes, root, device, compile, tolerance, say, python)
             lap("targets")
             if scale == "real":
@@ -108,6 +115,7 @@ def verify(
         real_scale=real,
         repo_checks=checks,
         turned_on_tests=turned_on,
+        nothing_to_verify=nothing,
     )
 
 

@@ -78,6 +78,7 @@ class VerifyReport:
     real_scale: dict[str, Any] | None = None  # `--scale real`: the cases run at real size, or why not measured
     repo_checks: RepoChecks | None = None  # the checkout's `make quality` / consistency checks, on both trees
     turned_on_tests: OwnTests | None = None  # the checkout's tests the change turns on (gated on what it adds)
+    nothing_to_verify: str | None = None  # why the engine rewrote nothing (then nothing else ran)
 
     def exit_code(self) -> int:
         """0 only if nothing regressed or failed (unverified and no-gain changes do not fail a run)."""
@@ -110,6 +111,7 @@ class VerifyReport:
             "rewrites": self.rewrites,
             "targets": [{**t.to_json(), "device": self.device, "versions": self.versions} for t in self.targets],
             "real_scale": self.real_scale,
+            "nothing_to_verify": self.nothing_to_verify,
         }
 
     def to_markdown(self, reproduce: str) -> str:
@@ -119,7 +121,7 @@ class VerifyReport:
             f"#### Verification ({_device_words(self.device)}; torch {self.versions.get('torch', '?')}, "
             f"diffusers {self.versions.get('diffusers', '?')})",
             "",
-            _summary_line(self.counts()),
+            _summary_line(self.counts(), self.nothing_to_verify),
             "",
         ]
         if measured:
@@ -183,9 +185,11 @@ def _device_words(device: str) -> str:
     }.get(device, device)
 
 
-def _summary_line(counts: dict[str, int]) -> str:
+def _summary_line(counts: dict[str, int], nothing_to_verify: str | None) -> str:
     parts = [f"{_ICONS[v]} {n} {v}" for v, n in counts.items() if n]
-    return " · ".join(parts) if parts else "Nothing to verify."
+    if parts:
+        return " · ".join(parts)
+    return f"Nothing to verify: {nothing_to_verify}." if nothing_to_verify else "Nothing to verify."
 
 
 def _arrow(before: float | None, after: float | None) -> str:
