@@ -92,7 +92,7 @@ def verify(
             checkout = checkout_of(src)
             if repo_checks and checkout is not None:
                 trees = {"original": changes.original, "rewritten": changes.rewritten}
-                checks = checkout_checks(checkout, trees, root / "repo-checks", python, say)
+                checks = checkout_checks(checkout, trees, root / "repo-checks", python, say, changes.changed_files)
                 lap("repo checks")
     finally:
         if not keep:

@@ -12,9 +12,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bot.verify.census_summary import number, parity_text
+from bot.verify.failure_causes import grouped_failures
 from bot.verify.own_tests import OwnTests
 from bot.verify.real_scale.table import real_scale_lines
-from bot.verify.repo_checks import RepoChecks, repo_checks_lines
+from bot.verify.repo_checks import RepoChecks, failing_checks_lines, repo_checks_lines
 from bot.verify.verdict import CENSUS_KINDS, VERDICTS
 
 _ICONS = {"verified": "✅", "no-gain": "➖", "regressed": "❌", "failed": "❌", "unverified": "❔"}
@@ -151,6 +152,7 @@ class VerifyReport:
             lines += ["", *own_tests_lines(self.turned_on_tests)]
         if self.repo_checks is not None:
             lines += ["", *repo_checks_lines(self.repo_checks)]
+        lines += _not_the_changes_lines(self)
         lines += ["", "Reproduce:", "", "```", reproduce, "```", ""]
         return "\n".join(lines)
 
@@ -168,13 +170,24 @@ def own_tests_lines(tests: OwnTests) -> list[str]:
     ]
     lines += [f"- `{c['test']}`: {c['before']} before, {c['after']} after" for c in tests.changed]
     lines += [f"- `{f['test']}` passes with the change's test edit: {f['fix']}" for f in tests.fixed]
-    if tests.failing_before:
-        rows = [f"- `{f['test']}` ({f['after']} after): {f['message']}" for f in tests.failing_before]
-        title = f"Already failing on the original tree: {len(tests.failing_before)} test(s)"
-        lines += ["", f"<details><summary>{title}</summary>", "", *rows, "", "</details>"]
     if tests.modules:
         lines += ["", "From the checkout's root, on each tree:", "", "```", tests.command, "```"]
     return lines
+
+
+def _not_the_changes_lines(report: VerifyReport) -> list[str]:
+    """What fails on the original tree already, once, at the end: the tests by cause (what the runner
+    lacks apart from what may be the code's), then the repository checks that fail there too."""
+    failing = [f for tests in (report.own_tests, report.turned_on_tests) if tests for f in tests.failing_before]
+    lines = []
+    for group in grouped_failures(failing):
+        whose = "the runner's, not the code's" if group.runner else "not the change's"
+        shown = ", ".join(f"`{test}`" for test in group.tests[:3])
+        more = f" (+{len(group.tests) - 3} more)" if len(group.tests) > 3 else ""
+        lines.append(f"- {group.line()} ({whose}): {shown}{more}")
+    if report.repo_checks is not None:
+        lines += failing_checks_lines(report.repo_checks)
+    return ["", "Failing on the original tree too, so not counted:", "", *lines] if lines else []
 
 
 def _device_words(device: str) -> str:
