@@ -32,7 +32,8 @@ class VerifyScale(str, Enum):
 
 VERIFY_EXIT_CODES = """\
 Exit codes: 0 nothing regressed or failed (changes may be verified, no-gain or unverified);
-1 a change regressed or failed; 2 an error (bad arguments, a tree that is not a package)."""
+1 a change regressed or failed; 2 an error (bad arguments, a tree that is not a package, an environment
+that cannot be built)."""
 
 
 def verify(

@@ -136,3 +136,16 @@ def test_a_checkout_with_nothing_to_verify_builds_no_environment_and_says_why(tm
     assert "Nothing to verify: no DIF001 finding in the selected files." in completed.stdout
     assert "verify: nothing to verify: no DIF001 finding in the selected files\n" in completed.stderr
     assert not (tmp_path / "envs").exists()
+
+
+def test_an_unreachable_torch_index_exits_2_in_one_line_once_there_is_a_change_to_verify(tmp_path: Path) -> None:
+    checkout = write_checkout(tmp_path / "checkout")
+    command = [sys.executable, "-m", "codemods", "verify", str(checkout / "src" / "diffusers"), "--select", "DIF001"]
+    command += ["--path", NUCLEUS, "--torch-index", "http://127.0.0.1:9/whl/cu128"]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "CODEMOD_ENV_CACHE": str(tmp_path / "envs")}
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300, env=environment)
+    assert completed.returncode == 2
+    assert completed.stderr.splitlines()[-1] == (
+        f"codemod: error: cannot build the environment of {checkout}: --torch-index "
+        "http://127.0.0.1:9/whl/cu128/torch/: [Errno 111] Connection refused"
+    )
