@@ -38,6 +38,7 @@ _OUTPUT_LINES = 40
 _SKIPPED_IN_COPY = shutil.ignore_patterns(".git", "__pycache__", "*.pyc")
 SIDES = ("original", "rewritten")
 NOT_AFFECTED = "not affected"
+NOT_RERUN = "not rerun"  # after: it fails on the original tree already, so the change cannot break it
 
 
 @dataclass
@@ -45,6 +46,7 @@ class CheckResult:
     name: str
     source: str
     before: str  # "passed", "failed", "not run", or NOT_AFFECTED (the change cannot affect it: not run)
+    # after: the same, or NOT_RERUN
     after: str
     output: str = ""  # the failing side's last lines (the rewritten tree's when it broke there)
     why: str = ""  # why it ran (on which files), or why the change cannot affect it
@@ -148,14 +150,19 @@ def checkout_checks(
     python = Path(python or sys.executable)
     environment, ruff = check_environment(checkout, python)
     known = OriginalOutcomes(checkout, trees["original"], python, ruff)
-    to_run = {"original": [c for c in running if known.get(c) is None], "rewritten": running}
+    # A check known to fail on the original tree cannot be broken by the change: not rerun on the rewritten one.
+    failing = {c for c in running if (outcome := known.get(c)) is not None and outcome[0] == "failed"}
+    to_run = {
+        "original": [c for c in running if known.get(c) is None],
+        "rewritten": [c for c in running if c not in failing],
+    }
     sides = [side for side in SIDES if to_run[side]]
     roots = {side: _checkout_of(checkout, trees[side], work_dir / side) for side in sides}
     with ThreadPoolExecutor(max_workers=2) as pool:
         outcomes = dict(zip(sides, pool.map(lambda side: run_checks(to_run[side], roots[side], environment), sides)))
     for check, outcome in zip(to_run["original"], outcomes.get("original", [])):
         known.put(check, outcome)
-    after = dict(zip(running, outcomes.get("rewritten", [])))
+    after = {**dict.fromkeys(failing, (NOT_RERUN, "")), **dict(zip(to_run["rewritten"], outcomes.get("rewritten", [])))}
     result = RepoChecks(
         [_compared(s.check, known.get(s.check), after[s.check], s.why) if s.runs else _unaffected(s) for s in scoped],
         ruff,

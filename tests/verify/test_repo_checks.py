@@ -92,3 +92,16 @@ def test_a_check_the_changed_files_cannot_affect_is_not_run_and_says_why(tmp_pat
     ]
     assert result.line() == "repository checks: 0 run, none broken by the change; 1 the changed files cannot affect"
     assert not (tmp_path / "work").exists()
+
+
+def test_a_check_known_to_fail_on_the_original_tree_is_not_rerun_on_the_next_rewritten_one(tmp_path: Path) -> None:
+    makefile = (
+        'repo-consistency:\n\tpython -c \'import pathlib; pathlib.Path("ran").touch(); raise SystemExit("stale")\'\n'
+    )
+    checkout = _checkout(tmp_path, makefile)
+    trees = _trees(checkout, tmp_path)
+    for group in ("first", "second"):
+        result = checkout_checks(checkout, trees, tmp_path / group, Path(sys.executable))
+    ran = sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.glob("*/*/ran"))
+    assert ran == ["first/original/ran", "first/rewritten/ran"]
+    assert [(c.before, c.after, c.output) for c in result.checks] == [("failed", "not rerun", "stale")]
