@@ -179,8 +179,11 @@ def _not_the_changes_lines(report: VerifyReport) -> list[str]:
     """What fails on the original tree already, once, at the end: the tests by cause (what the runner
     lacks apart from what may be the code's), then the repository checks that fail there too."""
     failing = [f for tests in (report.own_tests, report.turned_on_tests) if tests for f in tests.failing_before]
-    lines = []
-    for group in grouped_failures(failing):
+    still = [f for f in failing if f["after"] in ("failed", "error")]
+    lines = [
+        f"- `{f['test']}` fails on the original tree, {f['after']} with the change" for f in failing if f not in still
+    ]
+    for group in grouped_failures(still):
         whose = "the runner's, not the code's" if group.runner else "not the change's"
         shown = ", ".join(f"`{test}`" for test in group.tests[:3])
         more = f" (+{len(group.tests) - 3} more)" if len(group.tests) > 3 else ""

@@ -155,3 +155,13 @@ def test_what_fails_on_the_original_tree_is_named_once_at_the_end_grouped_by_cau
     )
     assert markdown.count("check_repo.py") == 1
     assert markdown.count("huggingface") == 0
+
+
+def test_a_test_failing_on_the_original_tree_that_passes_with_the_change_is_named_apart() -> None:
+    tests = OwnTests(["tests/test_x.py"], "pytest tests/test_x.py")
+    tests.failing_before = [{"test": "tests/test_x.py::T::test_a", "after": "passed", "message": "AssertionError"}]
+    report = _report(_verified())
+    report.own_tests = tests
+    assert "- `tests/test_x.py::T::test_a` fails on the original tree, passed with the change\n" in report.to_markdown(
+        "codemod verify src/diffusers"
+    )
