@@ -1,7 +1,7 @@
 """`verify()`: rewrite a copy of a diffusers tree, run both copies' targets, judge every change.
 
-The phases in order: the rewrite, the targets (`target_runs`), real scale, the checkout's own tests,
-its repository checks; each phase's seconds go into the report. This process never imports diffusers
+The phases in order: the rewrite, the checkout's environment (when `interpreter` builds it), the
+targets (`target_runs`), real scale, the checkout's own tests, its repository checks; each phase's seconds go into the report. This process never imports diffusers
 (each tree is imported by its own worker only); it imports torch just to compare the two sides'
 saved outputs (`target_result`).
 """
@@ -79,7 +79,9 @@ def verify(
             nothing = why_nothing_changed(changes.result, select, paths is not None)
             say(f"nothing to verify: {nothing}")
         else:
-            python = interpreter() if interpreter is not None else python
+            if interpreter is not None:
+                python = interpreter()
+                lap("environment")
             results = verify_changes(src, changes, root, device, compile, tolerance, say, python)
             lap("targets")
             if scale == "real":
