@@ -117,10 +117,10 @@ def run(
     _print_result(result, output_format, include_cold)
     code = result.exit_code(include_cold)
     if in_place is not None:
-        from bot.verify.checkout.repo_checks import repo_checks_lines
+        from bot.verify.checkout.repo_checks import failing_checks_lines, repo_checks_lines
 
         checked = in_place.after_writing()
-        print("\n".join(repo_checks_lines(checked)), file=sys.stderr)
+        print("\n".join([*repo_checks_lines(checked), *failing_checks_lines(checked)]), file=sys.stderr)
         code = max(code, 1) if checked.broken else code
         for line in in_place.turned_on_lines(result.changes):
             print(line, file=sys.stderr)

@@ -34,7 +34,7 @@ class VerifyScale(str, Enum):
 VERIFY_EXIT_CODES = """\
 Exit codes: 0 nothing regressed or failed (changes may be verified, no-gain or unverified);
 1 a change regressed or failed; 2 an error (bad arguments, a tree that is not a package, torch or
-another module of the `verify` extra not installed)."""
+another module of the `verify` extra not installed, an environment that cannot be built)."""
 
 
 def verify(
@@ -87,18 +87,25 @@ def verify(
     import shlex
 
     from bot.verify import verify as run_verify  # torch and diffusers stay out of the static commands
-    from bot.verify.checkout.environment import EnvironmentFailed, TorchSource, interpreter_for, require_cuda
+    from bot.verify.checkout.environment import (
+        EnvironmentFailed,
+        TorchSource,
+        checkout_of,
+        interpreter_for,
+        require_cuda,
+    )
     from bot.verify.checkout.own_tests import DEFAULT_BUDGET_S
 
     def say(message: str) -> None:
         print(f"verify: {message}", file=sys.stderr, flush=True)
 
-    try:
-        interpreter = interpreter_for(src, python, TorchSource(index_url=torch_index), say)
+    def interpreter() -> Path | None:
+        """What runs the trees, asked for only once there is a change to verify (the build takes minutes)."""
+        chosen = interpreter_for(src, python, TorchSource(index_url=torch_index), say)
         if device is VerifyDevice.cuda:
-            require_cuda(interpreter)
-    except EnvironmentFailed as error:
-        raise UsageError(str(error)) from None
+            require_cuda(chosen)
+        return chosen
+
     codes = rule_codes(select)
     reproduce = ["codemod", "verify", str(src), *(f"--select={code}" for code in codes or ())]
     reproduce += [f"--path={p}" for p in path or ()]
@@ -107,21 +114,28 @@ def verify(
     if tolerance != 1e-4:
         reproduce.append(f"--tolerance={tolerance:g}")
     inside = tuple(src.resolve() / inside_tree(src, given, "--path") for given in path or ())
-    report = run_verify(
-        src,
-        select=codes,
-        paths=inside or None,
-        device=device.value,
-        work_dir=work_dir,
-        compile=compile_,
-        tolerance=tolerance,
-        progress=say,
-        python=interpreter,
-        own_tests=own_tests,
-        tests_budget_s=DEFAULT_BUDGET_S if tests_budget is None else tests_budget,
-        scale=scale.value,
-        repo_checks=repo_checks,
-    )
+    # An interpreter given, or this one, is checked before any work; the checkout's environment is
+    # built only once there is a change to verify.
+    deferred = python is None and checkout_of(src) is not None
+    try:
+        report = run_verify(
+            src,
+            select=codes,
+            paths=inside or None,
+            device=device.value,
+            work_dir=work_dir,
+            compile=compile_,
+            tolerance=tolerance,
+            progress=say,
+            python=None if deferred else interpreter(),
+            interpreter=interpreter if deferred else None,
+            own_tests=own_tests,
+            tests_budget_s=DEFAULT_BUDGET_S if tests_budget is None else tests_budget,
+            scale=scale.value,
+            repo_checks=repo_checks,
+        )
+    except EnvironmentFailed as error:
+        raise UsageError(str(error)) from None
     markdown = report.to_markdown(shlex.join(reproduce))
     if json_file is not None:
         import json
@@ -141,7 +155,11 @@ def verify(
 def _require_diffusers_root(src: Path) -> None:
     """SRC is the diffusers package itself: a `diffusers` directory with an `__init__.py`, not inside another package."""
     package = src.resolve()
-    if package.name != "diffusers" or not (package / "__init__.py").is_file() or (package.parent / "__init__.py").is_file():
+    if (
+        package.name != "diffusers"
+        or not (package / "__init__.py").is_file()
+        or (package.parent / "__init__.py").is_file()
+    ):
         raise UsageError(
             f"{src}: not a diffusers package root; SRC must be the `diffusers` package directory "
             "(`<checkout>/src/diffusers`, or an installed `.../site-packages/diffusers`), not a subpackage or a checkout"

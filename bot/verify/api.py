@@ -1,7 +1,7 @@
 """`verify()`: rewrite a copy of a diffusers tree, run both copies' targets, judge every change.
 
-The phases in order: the rewrite, the targets (`target_runs`), real scale, the checkout's own tests,
-its repository checks; each phase's seconds go into the report. This process never imports diffusers
+The phases in order: the rewrite, the checkout's environment (when `interpreter` builds it), the
+targets (`target_runs`), real scale, the checkout's own tests, its repository checks; each phase's seconds go into the report. This process never imports diffusers
 (each tree is imported by its own worker only); it imports torch just to compare the two sides'
 saved outputs (`target_result`).
 """
@@ -21,7 +21,7 @@ from bot.verify.checkout.environment import checkout_of
 from bot.verify.checkout.own_tests import DEFAULT_BUDGET_S, changed_files_tests
 from bot.verify.checkout.repo_checks import checkout_checks
 from bot.verify.checkout.turned_on_tests import turned_on_tests
-from bot.verify.planning.changes import rewrite_copy
+from bot.verify.planning.changes import rewrite_copy, why_nothing_changed
 from bot.verify.real_scale.run import real_scale_section
 from bot.verify.reporting.report import VerifyReport
 from bot.verify.target_runs import verify_changes
@@ -40,6 +40,7 @@ def verify(
     tolerance: float = 1e-4,
     progress: Callable[[str], None] | None = None,
     python: Path | None = None,
+    interpreter: Callable[[], Path | None] | None = None,
     own_tests: bool = True,
     tests_budget_s: float = DEFAULT_BUDGET_S,
     scale: str = "test",
@@ -47,7 +48,9 @@ def verify(
 ) -> VerifyReport:
     """Verify every change the engine makes to `src` (a diffusers package directory).
 
-    `python` runs both trees (default: this interpreter); in a checkout with `tests/`,
+    `python` runs both trees (default: this interpreter); `interpreter`, if given, is asked for it
+    once there is a change to verify (building the checkout's environment takes minutes, and a
+    run with nothing to verify says why without it). In a checkout with `tests/`,
     `own_tests` also runs the checkout's tests that cover the changed files on both trees, and
     `repo_checks` the checks its Makefile and CI run (`make quality`, repository consistency).
     """
@@ -71,8 +74,14 @@ def verify(
         changes = rewrite_copy(src, root, select=select, paths=paths)
         lap("rewrite")
         say(f"{len(changes.rewrites)} rewrite(s) in {len(changes.changed_files)} file(s)")
-        results, tests, real, turned_on, checks = [], None, None, None, None
-        if changes.rewrites:
+        results, tests, real, turned_on, checks, nothing = [], None, None, None, None, None
+        if not changes.rewrites:
+            nothing = why_nothing_changed(changes.result, select, paths is not None)
+            say(f"nothing to verify: {nothing}")
+        else:
+            if interpreter is not None:
+                python = interpreter()
+                lap("environment")
             results = verify_changes(src, changes, root, device, compile, tolerance, say, python)
             lap("targets")
             if scale == "real":
@@ -85,7 +94,7 @@ def verify(
             checkout = checkout_of(src)
             if repo_checks and checkout is not None:
                 trees = {"original": changes.original, "rewritten": changes.rewritten}
-                checks = checkout_checks(checkout, trees, root / "repo-checks", python, say)
+                checks = checkout_checks(checkout, trees, root / "repo-checks", python, say, changes.changed_files)
                 lap("repo checks")
     finally:
         if not keep:
@@ -108,6 +117,7 @@ def verify(
         real_scale=real,
         repo_checks=checks,
         turned_on_tests=turned_on,
+        nothing_to_verify=nothing,
     )
 
 

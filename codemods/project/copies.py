@@ -42,6 +42,11 @@ class CopyPair:
         return f"{self.copy_path}::{self.copy_qualname} (copy of {self.source_path}::{self.source_qualname})"
 
 
+def copy_sources(text: str) -> list[str]:
+    """What each `# Copied from diffusers.X` mark of `text` names: X (`models.x.Y.f`), in order."""
+    return [match.group(2) for line in text.splitlines() if (match := _COPY_COMMENT.match(line))]
+
+
 def copy_pairs(index: ProjectIndex, path: str, line: int, end_line: int) -> frozenset[CopyPair]:
     """Every copy relation that must hold for a change to lines `line..end_line` of `path`."""
     return copy_relations(index, path, line, end_line)[0]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from bot.verify.planning.changes import rewrites_of
+from dataclasses import replace
+
+from bot.verify.planning.changes import rewrites_of, why_nothing_changed
+from codemods.engine.run_result import Mode, RunResult
 from codemods.findings import Edit, Finding, Fix, FixSafety, ImportRequest, NodeRef
 
 BEFORE = """\
@@ -84,3 +87,27 @@ def test_an_inserted_class_attribute_is_class_level_and_a_method_is_not() -> Non
 def test_rewrite_lines_are_the_new_lines_of_the_rewritten_file() -> None:
     getter = rewrites_of("m.py", "pkg/m.py", BEFORE, AFTER, _fixed())[1]
     assert sorted(getter.lines) == [6, 7, 8, 9]
+
+
+def _run(*findings: Finding) -> RunResult:
+    return RunResult(Mode.WRITE, [], files_scanned=1, findings=list(findings))
+
+
+def test_nothing_changed_because_nothing_was_found_says_so_for_the_selected_rules_and_files() -> None:
+    assert why_nothing_changed(_run(), ("DIF001",), narrowed=True) == "no DIF001 finding in the selected files"
+
+
+def test_nothing_changed_because_every_finding_is_report_only_counts_them() -> None:
+    report_only = Finding("DIF002", "pkg/m.py", 3, 0, 3, 9, "message")
+    assert why_nothing_changed(_run(report_only, report_only), None, narrowed=False) == (
+        "no finding with a fix in the tree: 2 finding(s), each report-only"
+    )
+
+
+def test_nothing_changed_because_fixes_were_declined_gives_their_reasons_most_common_first() -> None:
+    copied = replace(_fixed()[0], fixed=False, not_fixed_reason="a copy whose source is outside the selected files")
+    conflict = replace(copied, not_fixed_reason="overlaps another fix")
+    assert why_nothing_changed(_run(copied, conflict, copied), ("DIF001",), narrowed=True) == (
+        "no DIF001 fix applied in the selected files: 3 declined: "
+        "a copy whose source is outside the selected files (2); overlaps another fix (1)"
+    )

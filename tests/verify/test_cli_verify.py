@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from main_like import write_checkout
 from test_html_report import parse
 
 from bot.verify.reporting.census_summary import measured
@@ -126,3 +127,29 @@ def test_the_html_page_shows_each_measured_target_as_the_json_report_does(verifi
             by_name[name]["before"]["h2d"],
             by_name[name]["after"]["h2d"],
         )
+
+
+def test_a_checkout_with_nothing_to_verify_builds_no_environment_and_says_why(tmp_path: Path) -> None:
+    checkout = write_checkout(tmp_path / "checkout")
+    src = checkout / "src" / "diffusers"
+    command = [sys.executable, "-m", "codemod_cli", "verify", str(src), "--select", "DIF001"]
+    command += ["--path", "models/transformers/transformer_qwenimage.py"]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "CODEMOD_ENV_CACHE": str(tmp_path / "envs")}
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300, env=environment)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "Nothing to verify: no DIF001 finding in the selected files." in completed.stdout
+    assert "verify: nothing to verify: no DIF001 finding in the selected files\n" in completed.stderr
+    assert not (tmp_path / "envs").exists()
+
+
+def test_an_unreachable_torch_index_exits_2_in_one_line_once_there_is_a_change_to_verify(tmp_path: Path) -> None:
+    checkout = write_checkout(tmp_path / "checkout")
+    command = [sys.executable, "-m", "codemod_cli", "verify", str(checkout / "src" / "diffusers"), "--select", "DIF001"]
+    command += ["--path", NUCLEUS, "--torch-index", "http://127.0.0.1:9/whl/cu128"]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "CODEMOD_ENV_CACHE": str(tmp_path / "envs")}
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300, env=environment)
+    assert completed.returncode == 2
+    assert completed.stderr.splitlines()[-1] == (
+        f"codemod: error: cannot build the environment of {checkout}: --torch-index "
+        "http://127.0.0.1:9/whl/cu128/torch/: [Errno 111] Connection refused"
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from bot.verify.checkout.environment import (
     environment_for,
     environment_key,
 )
+from bot.verify.checkout.environment_check import failed_imports
 from codemods.project.index import installed_diffusers
 
 VERSIONS = "import huggingface_hub, torch; print(huggingface_hub.__version__, torch.__version__)"
@@ -106,3 +108,52 @@ def test_codemod_verify_with_a_missing_interpreter_exits_2_in_one_line(tmp_path:
     command = [sys.executable, "-m", "codemod_cli", "verify", str(installed_diffusers()), "--python", str(tmp_path / "py")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert (done.returncode, done.stderr) == (2, f"codemod: error: --python {tmp_path / 'py'}: no such interpreter\n")
+
+
+def test_an_unreachable_torch_index_is_named_in_one_line_before_anything_is_built(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "setup.py").write_text('from setuptools import setup\nsetup(name="diffusers")\n')
+    torch = TorchSource(index_url="http://127.0.0.1:9/whl/cu128")
+    with pytest.raises(EnvironmentFailed) as failed:
+        environment_for(checkout, torch, cache=tmp_path / "envs")
+    assert str(failed.value) == (
+        f"cannot build the environment of {checkout}: --torch-index http://127.0.0.1:9/whl/cu128/torch/: "
+        "[Errno 111] Connection refused"
+    )
+    assert not (tmp_path / "envs").exists()
+
+
+def _wheel(folder: Path, name: str, init: str) -> Path:
+    """A wheel of the package `name` whose `__init__.py` is `init`, written by hand (no build backend)."""
+    wheel = folder / f"{name}-1.0-py3-none-any.whl"
+    info = f"{name}-1.0.dist-info"
+    files = {
+        f"{name}/__init__.py": init,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/top_level.txt": f"{name}\n",
+    }
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+        archive.writestr(f"{info}/RECORD", "".join(f"{path},,\n" for path in [*files, f"{info}/RECORD"]))
+    return wheel
+
+
+def test_a_requirement_that_installs_but_does_not_import_fails_the_build_and_nothing_is_marked_ready(
+    tmp_path: Path,
+) -> None:
+    wheel = _wheel(tmp_path, "brokenonimport", 'raise RuntimeError("operator torchvision::nms does not exist")\n')
+    checkout, message = _failed_build(tmp_path, f'install_requires=["brokenonimport @ {wheel.as_uri()}"]')
+    assert message == (
+        f"cannot build the environment of {checkout}: brokenonimport does not import: import brokenonimport: "
+        "RuntimeError: operator torchvision::nms does not exist"
+    )
+    assert not list((tmp_path / "envs").glob("*/ready.json"))
+
+
+def test_the_import_check_names_a_distribution_that_is_not_installed() -> None:
+    assert failed_imports(Path(sys.executable), ["torch", "pillow", "no-such-distribution"]) == {
+        "no-such-distribution": "not installed"
+    }

@@ -80,3 +80,28 @@ def test_the_original_trees_checks_run_once_for_every_change_to_the_same_tree(tm
         checkout_checks(checkout, trees, tmp_path / group, Path(sys.executable))
     ran = sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.glob("*/*/ran"))
     assert ran == ["first/original/ran", "first/rewritten/ran", "second/rewritten/ran"]
+
+
+def test_a_check_the_changed_files_cannot_affect_is_not_run_and_says_why(tmp_path: Path) -> None:
+    makefile = "repo-consistency:\n\tpython utils/check_doc_toc.py\n"
+    checkout = _checkout(tmp_path, makefile)
+    trees = _trees(checkout, tmp_path)
+    result = checkout_checks(checkout, trees, tmp_path / "work", Path(sys.executable), changed=["__init__.py"])
+    assert [(c.before, c.after, c.why) for c in result.checks] == [
+        ("not affected", "not affected", "reads docs/source/en/_toctree.yml; no changed file is one")
+    ]
+    assert result.line() == "repository checks: 0 run, none broken by the change; 1 the changed files cannot affect"
+    assert not (tmp_path / "work").exists()
+
+
+def test_a_check_known_to_fail_on_the_original_tree_is_not_rerun_on_the_next_rewritten_one(tmp_path: Path) -> None:
+    makefile = (
+        'repo-consistency:\n\tpython -c \'import pathlib; pathlib.Path("ran").touch(); raise SystemExit("stale")\'\n'
+    )
+    checkout = _checkout(tmp_path, makefile)
+    trees = _trees(checkout, tmp_path)
+    for group in ("first", "second"):
+        result = checkout_checks(checkout, trees, tmp_path / group, Path(sys.executable))
+    ran = sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.glob("*/*/ran"))
+    assert ran == ["first/original/ran", "first/rewritten/ran"]
+    assert [(c.before, c.after, c.output) for c in result.checks] == [("failed", "not rerun", "stale")]

@@ -10,6 +10,8 @@ import pytest
 import torch
 
 from bot.verify.census.cuda import census_from_chrome_trace
+from bot.verify.checkout.own_tests import OwnTests
+from bot.verify.checkout.repo_checks import CheckResult, RepoChecks
 from bot.verify.judging.target_result import target_result
 from bot.verify.judging.verdict import Side
 from bot.verify.planning.changes import ChangeSet, Rewrite
@@ -127,3 +129,39 @@ def test_a_cuda_profile_reaches_the_report_with_durations_and_big_syncs(
         in markdown
     )
     assert f"- `{SCHEDULER}:360`: 2 sync → none" in markdown
+
+
+def test_what_fails_on_the_original_tree_is_named_once_at_the_end_grouped_by_cause() -> None:
+    hub = "OSError: We couldn't connect to 'https://huggingface.co' to load the files."
+    tests = OwnTests(["tests/test_x.py"], "pytest tests/test_x.py", passed=3)
+    tests.failing_before = [
+        {"test": f"tests/test_x.py::T::test_{n}", "after": "failed", "message": hub} for n in range(15)
+    ]
+    checks = RepoChecks(
+        [
+            CheckResult("python utils/check_repo.py", "Makefile: repo-consistency", "failed", "failed", "ImportError"),
+            CheckResult("ruff check src/diffusers/models/x.py", "Makefile: quality", "passed", "passed"),
+        ]
+    )
+    report = _report(_verified())
+    report.own_tests, report.repo_checks = tests, checks
+    markdown = report.to_markdown("codemod verify src/diffusers")
+    assert markdown.endswith(
+        "Failing on the original tree too, so not counted:\n\n"
+        "- 15 tests need the Hugging Face Hub, which this runner cannot reach (the runner's, not the code's): "
+        "`tests/test_x.py::T::test_0`, `tests/test_x.py::T::test_1`, `tests/test_x.py::T::test_2` (+12 more)\n"
+        "- 1 repository check(s) fail on the original tree too (the checkout's, not the change's): "
+        "`python utils/check_repo.py`\n\nReproduce:\n\n```\ncodemod verify src/diffusers\n```\n"
+    )
+    assert markdown.count("check_repo.py") == 1
+    assert markdown.count("huggingface") == 0
+
+
+def test_a_test_failing_on_the_original_tree_that_passes_with_the_change_is_named_apart() -> None:
+    tests = OwnTests(["tests/test_x.py"], "pytest tests/test_x.py")
+    tests.failing_before = [{"test": "tests/test_x.py::T::test_a", "after": "passed", "message": "AssertionError"}]
+    report = _report(_verified())
+    report.own_tests = tests
+    assert "- `tests/test_x.py::T::test_a` fails on the original tree, passed with the change\n" in report.to_markdown(
+        "codemod verify src/diffusers"
+    )

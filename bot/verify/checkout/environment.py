@@ -12,6 +12,12 @@ of a verification run in an environment made from the checkout's own metadata:
    build matching the pin, else they are left out (with a note);
 4. never the checkout itself: whoever runs a tree puts it first on PYTHONPATH.
 
+Where the user names torch's index, it is read before anything is built (an index that does not
+answer is a one-line error, not minutes of retries), and the torch steps use that index alone:
+pip's configured extra indexes and find-links would hand it another build of the same version.
+The environment is marked ready only once torch, the checkout's runtime requirements,
+transformers and whatever torch-bound package was installed import in it.
+
 The environment lives in `<cache>/<key>`, the key hashing the checkout's dependency files,
 the torch pin and index, the Python version and this recipe's version, so every run and
 every fix group of one checkout (and of a later commit with the same dependencies) share it.
@@ -36,6 +42,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
+from bot.verify.checkout.environment_check import failed_imports, unreachable_index
 from bot.verify.checkout.requirements import (
     DEPENDENCY_FILES,
     CheckoutRequirements,
@@ -46,7 +55,7 @@ from bot.verify.checkout.requirements import (
     read_requirements,
 )
 
-RECIPE_VERSION = "2"
+RECIPE_VERSION = "3"
 """Part of the cache key: a change to how environments are built makes new ones."""
 
 DEFAULT_TORCH = "2.13.0"
@@ -104,6 +113,10 @@ def environment_for(
     directory = (cache or cache_root()) / environment_key(checkout, torch, base)
     if (directory / "ready.json").is_file():
         return python_of(directory)
+    if torch.index_url is not None:
+        unreachable = unreachable_index(torch.index_url)
+        if unreachable:
+            raise EnvironmentFailed(f"cannot build the environment of {checkout}: --torch-index {unreachable}")
     directory.parent.mkdir(parents=True, exist_ok=True)
     with _lock(directory.with_suffix(".lock")):
         if (directory / "ready.json").is_file():  # another process built it while we waited
@@ -141,7 +154,7 @@ def _build(
     constraints = directory / "constraints.txt"
     constraints.write_text(f"torch=={torch.version}\n")
     say(f"environment: torch=={torch.version}" + (f" from {torch.index_url}" if torch.index_url else ""))
-    _pip(python, [f"torch=={torch.version}", *_index(torch)], [])
+    _pip(python, [f"torch=={torch.version}", *_index(torch)], [], only_index=torch.index_url is not None)
     say("environment: reading the checkout's requirements from its metadata")
     try:
         wanted = read_requirements(python, checkout)
@@ -150,7 +163,16 @@ def _build(
         raise EnvironmentFailed(f"cannot build the environment of {checkout}: {error}", error.log) from None
     say(f"environment: installing {len(wanted.others)} requirement(s) of the checkout and its extras")
     _pip(python, ["-c", str(constraints), *(str(r) for r in wanted.others)], wanted.others, checkout)
-    return _bound(python, constraints, wanted, torch, say)
+    notes = _bound(python, constraints, wanted, torch, say)
+    bound = [canonicalize_name(r.name) for r in wanted.bound] if torch.index_url and not notes else []
+    needed = ["torch", *wanted.imported, *bound]
+    say(f"environment: checking that {', '.join(needed)} import")
+    broken = failed_imports(python, needed)
+    if broken:
+        name, why = next(iter(broken.items()))
+        more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
+        raise EnvironmentFailed(f"cannot build the environment of {checkout}: {name} does not import: {why}{more}")
+    return notes
 
 
 def _bound(
@@ -164,7 +186,8 @@ def _bound(
         return [f"left out {names}: only torch's own index has builds matching torch {torch.version}"]
     say(f"environment: {names} from {torch.index_url}")
     try:
-        _pip(python, ["-c", str(constraints), *(str(r) for r in wanted.bound), *_index(torch)], wanted.bound)
+        arguments = ["-c", str(constraints), *(str(r) for r in wanted.bound), *_index(torch)]
+        _pip(python, arguments, wanted.bound, only_index=True)
     except EnvironmentFailed as error:
         return [f"left out {names}: {error}"]
     return []
@@ -178,13 +201,22 @@ def _layer_on(python: Path, base: Path) -> None:
     (Path(own[0]) / "codemod-base-packages.pth").write_text("".join(f"{path}\n" for path in paths))
 
 
+# pip's environment variables override its configuration files; a blank (not empty: pip ignores an
+# empty one) makes an empty list of extra indexes and find-links.
+_ONLY_THE_GIVEN_INDEX = {"PIP_EXTRA_INDEX_URL": " ", "PIP_FIND_LINKS": " "}
+
+
 def _index(torch: TorchSource) -> list[str]:
     return ["--index-url", torch.index_url] if torch.index_url else []
 
 
-def _pip(python: Path, arguments: list[str], requirements: list, checkout: Path | None = None) -> None:
+def _pip(
+    python: Path, arguments: list[str], requirements: list, checkout: Path | None = None, only_index: bool = False
+) -> None:
+    """pip install `arguments`; `only_index`: from the `--index-url` given alone, whatever pip is configured with."""
     command = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *arguments]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    environment = {**os.environ, **(_ONLY_THE_GIVEN_INDEX if only_index else {})}
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=environment)
     if done.returncode == 0:
         return
     output = done.stdout + done.stderr

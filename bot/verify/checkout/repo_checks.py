@@ -14,7 +14,6 @@ original is listed as such and blamed on nobody.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -25,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bot.verify.checkout.check_outcomes import OriginalOutcomes, Outcome
+from bot.verify.checkout.check_scope import ChangedFiles, ScopedCheck, scoped_checks
 from bot.verify.checkout.repo_check_list import RepoCheck, read_makefile, repo_checks
 from bot.verify.checkout.turned_on_tests import turned_on_by
 from bot.verify.running.runner import inherited_environment
@@ -32,22 +33,23 @@ from codemods.edits.formatter import find_pin
 from codemods.project.tool_env import ToolUnavailable, installed_tool
 
 CHECK_TIMEOUT_S = 600.0
-# The original tree's outcomes by `_original_key`: a bot run verifies many groups of one checkout, and
-# the original side of each is the same tree, so its checks run once a process.
-_ORIGINAL_OUTCOMES: dict[str, list[tuple[str, str]]] = {}
 _NOT_FOUND = 127  # the shell's "command not found"
 _OUTPUT_LINES = 40
 _SKIPPED_IN_COPY = shutil.ignore_patterns(".git", "__pycache__", "*.pyc")
 SIDES = ("original", "rewritten")
+NOT_AFFECTED = "not affected"
+NOT_RERUN = "not rerun"  # after: it fails on the original tree already, so the change cannot break it
 
 
 @dataclass
 class CheckResult:
     name: str
     source: str
-    before: str  # "passed", "failed" or "not run"
+    before: str  # "passed", "failed", "not run", or NOT_AFFECTED (the change cannot affect it: not run)
+    # after: the same, or NOT_RERUN
     after: str
     output: str = ""  # the failing side's last lines (the rewritten tree's when it broke there)
+    why: str = ""  # why it ran (on which files), or why the change cannot affect it
 
     @property
     def broken(self) -> bool:
@@ -64,24 +66,32 @@ class RepoChecks:
     def broken(self) -> list[CheckResult]:
         return [check for check in self.checks if check.broken]
 
-    def line(self) -> str:
+    def line(self, name_failing: bool = True) -> str:
+        """One line: how many ran, what the change broke; `name_failing`: also the checks failing before it."""
         if self.error:
             return f"repository checks: not run ({self.error})"
         if not self.checks:
             return "repository checks: none found in the Makefile or the workflows"
-        ran = [c for c in self.checks if "not run" not in (c.before, c.after)]
+        affected = [c for c in self.checks if c.before != NOT_AFFECTED]
+        ran = [c for c in affected if "not run" not in (c.before, c.after)]
         text = f"repository checks: {len(ran)} run"
         if self.broken:
             text += f", {len(self.broken)} broken by the change ({', '.join(c.name for c in self.broken)})"
         else:
             text += ", none broken by the change"
-        failing = [c for c in ran if c.before == "failed"]
-        if failing:
-            text += f"; {len(failing)} already failing before it ({', '.join(c.name for c in failing)})"
-        skipped = [c for c in self.checks if c not in ran]
+        if name_failing and self.failing_before:
+            names = ", ".join(c.name for c in self.failing_before)
+            text += f"; {len(self.failing_before)} already failing before it ({names})"
+        skipped = [c for c in affected if c not in ran]
         if skipped:
             text += f"; not run: {', '.join(c.name for c in skipped)}"
+        if len(affected) < len(self.checks):
+            text += f"; {len(self.checks) - len(affected)} the changed files cannot affect"
         return text
+
+    @property
+    def failing_before(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.before == "failed"]
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,12 +102,29 @@ class RepoChecks:
 
 
 def repo_checks_lines(result: RepoChecks) -> list[str]:
-    """The checks' line for a report, and each broken check with its output."""
-    lines = [f"{'❌' if result.broken else '✅'} {result.line()}"]
+    """The checks' line for a report, each broken check with its output, why each check ran and why the
+    others could not be affected (the checks failing before the change: `failing_checks_lines`)."""
+    lines = [f"{'❌' if result.broken else '✅'} {result.line(name_failing=False)}"]
     for check in result.broken:
         lines += ["", f"`{check.name}` ({check.source}) passes on the original tree and fails on the rewritten one:"]
         lines += ["", "```", check.output, "```"]
+    ran = [f"- `{c.name}`: {c.why}" for c in result.checks if c.before != NOT_AFFECTED and c.why]
+    unaffected = [f"- `{c.name}`: {c.why}" for c in result.checks if c.before == NOT_AFFECTED]
+    if unaffected:
+        title = f"Which checks ran, and why {len(unaffected)} could not be affected by the changed files"
+        lines += ["", f"<details><summary>{title}</summary>", "", *ran, *unaffected, "", "</details>"]
     return lines
+
+
+def failing_checks_lines(result: RepoChecks) -> list[str]:
+    """The checks that fail on the original tree already: named once, blamed on the checkout, not the change."""
+    failing = result.failing_before
+    if not failing:
+        return []
+    names = ", ".join(f"`{c.name}`" for c in failing)
+    return [
+        f"- {len(failing)} repository check(s) fail on the original tree too (the checkout's, not the change's): {names}"
+    ]
 
 
 def checkout_checks(
@@ -106,33 +133,42 @@ def checkout_checks(
     work_dir: Path,
     python: Path | None = None,
     say: Callable[[str], None] = lambda message: None,
+    changed: list[str] | None = None,
 ) -> RepoChecks:
-    """The checkout's checks on each tree (`SIDES` -> package directory), compared."""
+    """The checkout's checks on each tree (`SIDES` -> package directory), compared; with `changed` (the
+    changed files, relative to the package), only those the change can affect, narrowed to it."""
     checks = repo_checks(checkout)
     if not checks:
         return RepoChecks()
-    say(f"running the checkout's {len(checks)} repository check(s) on both trees")
+    if changed is None:
+        scoped = [ScopedCheck(check, True, "") for check in checks]
+    else:
+        scoped = scoped_checks(checks, ChangedFiles(checkout, trees, changed), checkout)
+    running = [s.check for s in scoped if s.runs]
+    say(f"running {len(running)} of the checkout's {len(checks)} repository check(s) on both trees")
     shutil.rmtree(work_dir, ignore_errors=True)
     python = Path(python or sys.executable)
     environment, ruff = check_environment(checkout, python)
-    key = _original_key(checkout, trees["original"], python, checks)
-    sides = [side for side in SIDES if side != "original" or key not in _ORIGINAL_OUTCOMES]
+    known = OriginalOutcomes(checkout, trees["original"], python, ruff)
+    # A check known to fail on the original tree cannot be broken by the change: not rerun on the rewritten one.
+    failing = {c for c in running if (outcome := known.get(c)) is not None and outcome[0] == "failed"}
+    to_run = {
+        "original": [c for c in running if known.get(c) is None],
+        "rewritten": [c for c in running if c not in failing],
+    }
+    sides = [side for side in SIDES if to_run[side]]
     roots = {side: _checkout_of(checkout, trees[side], work_dir / side) for side in sides}
     with ThreadPoolExecutor(max_workers=2) as pool:
-        outcomes = dict(zip(sides, pool.map(lambda side: run_checks(checks, roots[side], environment), sides)))
-    before = _ORIGINAL_OUTCOMES.setdefault(key, outcomes.get("original", []))
-    result = compared(checks, before, outcomes["rewritten"], ruff)
+        outcomes = dict(zip(sides, pool.map(lambda side: run_checks(to_run[side], roots[side], environment), sides)))
+    for check, outcome in zip(to_run["original"], outcomes.get("original", [])):
+        known.put(check, outcome)
+    after = {**dict.fromkeys(failing, (NOT_RERUN, "")), **dict(zip(to_run["rewritten"], outcomes.get("rewritten", [])))}
+    result = RepoChecks(
+        [_compared(s.check, known.get(s.check), after[s.check], s.why) if s.runs else _unaffected(s) for s in scoped],
+        ruff,
+    )
     say(result.line())
     return result
-
-
-def _original_key(checkout: Path, tree: Path, python: Path, checks: list[RepoCheck]) -> str:
-    """What the original tree's outcomes depend on: the checkout, the tree's files, the interpreter, the checks."""
-    digest = hashlib.sha256(f"{checkout.resolve()}\0{python}\0{[c.lines for c in checks]}".encode())
-    for path in sorted(tree.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(f"\0{path.relative_to(tree)}\0".encode() + path.read_bytes())
-    return digest.hexdigest()
 
 
 def run_checks(checks: list[RepoCheck], root: Path, environment: dict[str, str]) -> list[tuple[str, str]]:
@@ -187,9 +223,13 @@ def run_check(check: RepoCheck, root: Path, environment: dict[str, str]) -> tupl
     return ("passed" if done.returncode == 0 else "failed"), output
 
 
-def _compared(check: RepoCheck, before: tuple[str, str], after: tuple[str, str]) -> CheckResult:
+def _compared(check: RepoCheck, before: Outcome, after: Outcome, why: str = "") -> CheckResult:
     output = after[1] if after[0] == "failed" else before[1] if before[0] != "passed" else ""
-    return CheckResult(check.name, check.source, before[0], after[0], output)
+    return CheckResult(check.name, check.source, before[0], after[0], output, why)
+
+
+def _unaffected(scoped: ScopedCheck) -> CheckResult:
+    return CheckResult(scoped.check.name, scoped.check.source, NOT_AFFECTED, NOT_AFFECTED, why=scoped.why)
 
 
 def _checkout_of(checkout: Path, tree: Path, root: Path) -> Path:

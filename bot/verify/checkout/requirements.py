@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -32,6 +32,9 @@ DEPENDENCY_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
 # What the verifier itself runs in the environment, whatever the checkout lists.
 VERIFIER_NEEDS = ("pytest",)
 
+# Of the extras, what the targets import: the pipelines' text encoders and tokenizers.
+TARGETS_IMPORT = ("transformers",)
+
 
 class RequirementFailed(Exception):
     """A pip step failed; the message names the requirement and pip's reason, on one line."""
@@ -46,6 +49,9 @@ class CheckoutRequirements:
     torch: list[Requirement]  # what the checkout asks of torch; the pin must satisfy each
     bound: list[Requirement]  # torch-build-bound ones (torchvision): only from torch's own index
     others: list[Requirement]  # everything else: runtime requirements and the extras
+    # What must import before the environment counts as built: the runtime requirements and
+    # `TARGETS_IMPORT` (torch and the bound ones are the builder's to add: it knows what it installed).
+    imported: list[str] = field(default_factory=list)
 
     def check_torch(self, version: str) -> None:
         for requirement in self.torch:
@@ -89,7 +95,7 @@ def _metadata_copy(checkout: Path, copy: Path) -> Path:
 
 
 def split_requirements(requires_dist: list[str], extras: tuple[str, ...] = EXTRAS) -> CheckoutRequirements:
-    torch, bound, others, seen = [], [], [], set()
+    torch, bound, others, imported, seen = [], [], [], [], set()
     for line in requires_dist:
         try:
             requirement = Requirement(line)
@@ -98,6 +104,7 @@ def split_requirements(requires_dist: list[str], extras: tuple[str, ...] = EXTRA
         marker = requirement.marker
         if marker is not None and not any(marker.evaluate({"extra": extra}) for extra in ("", *extras)):
             continue
+        runtime = marker is None or marker.evaluate({"extra": ""})
         requirement.marker = None
         name = canonicalize_name(requirement.name)
         if str(requirement) in seen:
@@ -109,9 +116,11 @@ def split_requirements(requires_dist: list[str], extras: tuple[str, ...] = EXTRA
             bound.append(requirement)
         else:
             others.append(requirement)
+            if (runtime or name in TARGETS_IMPORT) and name not in imported:
+                imported.append(name)
     names = {canonicalize_name(r.name) for r in others}
     others += [Requirement(need) for need in VERIFIER_NEEDS if canonicalize_name(need) not in names]
-    return CheckoutRequirements(torch, bound, others)
+    return CheckoutRequirements(torch, bound, others, imported)
 
 
 _NAMED_FAILURES = (

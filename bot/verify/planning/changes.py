@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import shutil
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,24 @@ def rewrite_copy(
         fixed = [f for f in result.findings if f.fixed and f.path == path]
         rewrites.extend(rewrites_of(relative, path, before, after, fixed))
     return ChangeSet(original, rewritten, rewrites, result)
+
+
+def why_nothing_changed(result: RunResult, select: tuple[str, ...] | None, narrowed: bool) -> str:
+    """Why the engine rewrote nothing, in one line: no finding, findings without a fix, or fixes declined (why)."""
+    rules = f"{'/'.join(select)} " if select else ""
+    where = "the selected files" if narrowed else "the tree"
+    if not result.findings:
+        left_alone = f" ({len(result.skipped)} in files the engine leaves alone)" if result.skipped else ""
+        return f"no {rules}finding in {where}{left_alone}"
+    declined = Counter(f.not_fixed_reason for f in result.findings if f.not_fixed_reason and not f.fixed)
+    report_only = sum(f.fix is None and not f.not_fixed_reason for f in result.findings)
+    if not declined:
+        if report_only:
+            return f"no {rules}finding with a fix in {where}: {report_only} finding(s), each report-only"
+        return f"the {rules}fixes in {where} changed no line"
+    reasons = "; ".join(f"{why} ({count})" for why, count in declined.most_common(3))
+    also = f"; {report_only} other finding(s) report-only" if report_only else ""
+    return f"no {rules}fix applied in {where}: {sum(declined.values())} declined: {reasons}{also}"
 
 
 def _relative(src: Path, path: Path) -> Path:

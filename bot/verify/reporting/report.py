@@ -12,10 +12,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bot.verify.checkout.own_tests import OwnTests
-from bot.verify.checkout.repo_checks import RepoChecks, repo_checks_lines
+from bot.verify.checkout.repo_checks import RepoChecks, failing_checks_lines, repo_checks_lines
 from bot.verify.judging.verdict import CENSUS_KINDS, VERDICTS
 from bot.verify.real_scale.table import real_scale_lines
 from bot.verify.reporting.census_summary import number, parity_text
+from bot.verify.reporting.failure_causes import grouped_failures
 
 _ICONS = {"verified": "✅", "no-gain": "➖", "regressed": "❌", "failed": "❌", "unverified": "❔"}
 _SITE_KINDS = {"outputs": "output object(s)"}
@@ -78,6 +79,7 @@ class VerifyReport:
     real_scale: dict[str, Any] | None = None  # `--scale real`: the cases run at real size, or why not measured
     repo_checks: RepoChecks | None = None  # the checkout's `make quality` / consistency checks, on both trees
     turned_on_tests: OwnTests | None = None  # the checkout's tests the change turns on (gated on what it adds)
+    nothing_to_verify: str | None = None  # why the engine rewrote nothing (then nothing else ran)
 
     def exit_code(self) -> int:
         """0 only if nothing regressed or failed (unverified and no-gain changes do not fail a run)."""
@@ -110,6 +112,7 @@ class VerifyReport:
             "rewrites": self.rewrites,
             "targets": [{**t.to_json(), "device": self.device, "versions": self.versions} for t in self.targets],
             "real_scale": self.real_scale,
+            "nothing_to_verify": self.nothing_to_verify,
         }
 
     def to_markdown(self, reproduce: str) -> str:
@@ -119,7 +122,7 @@ class VerifyReport:
             f"#### Verification ({_device_words(self.device)}; torch {self.versions.get('torch', '?')}, "
             f"diffusers {self.versions.get('diffusers', '?')})",
             "",
-            _summary_line(self.counts()),
+            _summary_line(self.counts(), self.nothing_to_verify),
             "",
         ]
         if measured:
@@ -149,6 +152,7 @@ class VerifyReport:
             lines += ["", *own_tests_lines(self.turned_on_tests)]
         if self.repo_checks is not None:
             lines += ["", *repo_checks_lines(self.repo_checks)]
+        lines += _not_the_changes_lines(self)
         lines += ["", "Reproduce:", "", "```", reproduce, "```", ""]
         return "\n".join(lines)
 
@@ -166,13 +170,27 @@ def own_tests_lines(tests: OwnTests) -> list[str]:
     ]
     lines += [f"- `{c['test']}`: {c['before']} before, {c['after']} after" for c in tests.changed]
     lines += [f"- `{f['test']}` passes with the change's test edit: {f['fix']}" for f in tests.fixed]
-    if tests.failing_before:
-        rows = [f"- `{f['test']}` ({f['after']} after): {f['message']}" for f in tests.failing_before]
-        title = f"Already failing on the original tree: {len(tests.failing_before)} test(s)"
-        lines += ["", f"<details><summary>{title}</summary>", "", *rows, "", "</details>"]
     if tests.modules:
         lines += ["", "From the checkout's root, on each tree:", "", "```", tests.command, "```"]
     return lines
+
+
+def _not_the_changes_lines(report: VerifyReport) -> list[str]:
+    """What fails on the original tree already, once, at the end: the tests by cause (what the runner
+    lacks apart from what may be the code's), then the repository checks that fail there too."""
+    failing = [f for tests in (report.own_tests, report.turned_on_tests) if tests for f in tests.failing_before]
+    still = [f for f in failing if f["after"] in ("failed", "error")]
+    lines = [
+        f"- `{f['test']}` fails on the original tree, {f['after']} with the change" for f in failing if f not in still
+    ]
+    for group in grouped_failures(still):
+        whose = "the runner's, not the code's" if group.runner else "not the change's"
+        shown = ", ".join(f"`{test}`" for test in group.tests[:3])
+        more = f" (+{len(group.tests) - 3} more)" if len(group.tests) > 3 else ""
+        lines.append(f"- {group.line()} ({whose}): {shown}{more}")
+    if report.repo_checks is not None:
+        lines += failing_checks_lines(report.repo_checks)
+    return ["", "Failing on the original tree too, so not counted:", "", *lines] if lines else []
 
 
 def _device_words(device: str) -> str:
@@ -183,9 +201,11 @@ def _device_words(device: str) -> str:
     }.get(device, device)
 
 
-def _summary_line(counts: dict[str, int]) -> str:
+def _summary_line(counts: dict[str, int], nothing_to_verify: str | None) -> str:
     parts = [f"{_ICONS[v]} {n} {v}" for v, n in counts.items() if n]
-    return " · ".join(parts) if parts else "Nothing to verify."
+    if parts:
+        return " · ".join(parts)
+    return f"Nothing to verify: {nothing_to_verify}." if nothing_to_verify else "Nothing to verify."
 
 
 def _arrow(before: float | None, after: float | None) -> str:
