@@ -109,6 +109,7 @@ class _Run:
             self.load_facts,
             # Only a script outside any package resolves names against the installed diffusers.
             reference=installed_diffusers() if loose else None,
+            file_memo=self.cache.file_memo,
         )
         errors = {path: s.error for path, s in scans.items() if s.error}
         findings = self.resolve(scans.values(), index, errors)
