@@ -4,12 +4,14 @@ Per-file results are kept, never anything that depends on the run's mode, on fix
 files: each file's `FileScan` (its facts, and each rule's findings kept apart, so a new
 `--select`/`--ignore` reuses every rule it shares with earlier runs), the text a set of fixes
 makes of a file, and what a checkout fact reads of a file (`file_memo`). Cross-file resolution
-runs again on every run, on immutable findings.
+runs again on every run that misses the whole-result cache (`ResultStore`, keyed by every input
+the check read: codemods/result_cache.py).
 
-Two files per key in the cache directory (which carries a `.gitignore`, like ruff's):
+Files in the cache directory (which carries a `.gitignore`, like ruff's):
 - `index-*.pickle`, small, always read: each file's content digest by (size, mtime_ns), so an
   unchanged file is neither read nor hashed (git's index does the same);
-- `scan-*.pickle`: each file's scan by path + content digest, the applied fixes, and `file_memo`'s.
+- `scan-*.pickle`: each file's scan by path + content digest, and the applied fixes;
+- `result-*.pickle`, one per whole check result.
 The directory is `.codemod_cache/` at the project root of the paths run on (see `cache_directory`).
 """
 
@@ -135,6 +137,27 @@ class ScanCache:
         except OSError:
             pass  # a read-only checkout still gets its findings, only slower next time
         self._dirty.clear()
+
+
+class ResultStore:
+    """Whole results, one file each (`result-<key>.pickle`: a lookup reads only its own), the newest few kept."""
+
+    def __init__(self, directory: Path, keep: int) -> None:
+        self._directory = directory
+        self._keep = keep
+
+    def get(self, key: str) -> Any | None:
+        return _load(self._directory / f"result-{key}.pickle", None)
+
+    def put(self, key: str, value: Any) -> None:
+        try:
+            self._directory.mkdir(parents=True, exist_ok=True)
+            _dump(self._directory / f"result-{key}.pickle", value)
+            kept = sorted(self._directory.glob("result-*.pickle"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+            for stale in kept[self._keep :]:
+                stale.unlink()
+        except OSError:
+            pass  # as for scans: a read-only checkout only loses the next run's head start
 
 
 def _load(path: Path, empty: Any) -> Any:

@@ -27,6 +27,7 @@ from codemods.facts import FileFacts
 from codemods.files import SourceText, WriteRefused, write_atomically
 from codemods.findings import FileError, Finding, FixSafety
 from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
+from codemods.result_cache import ResultCache
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
 from codemods.run_result import Mode, RunOptions, RunResult, ScanStats
@@ -43,6 +44,12 @@ def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
     config = load_config(find_pyproject(options.paths))
     select = options.select if options.select is not None else config.select
     ignore = options.ignore if options.ignore is not None else config.ignore
+    base = config.pyproject.parent if config.pyproject else Path.cwd()
+    files = discover(options.paths, config.exclude, base)
+    # Before any rule is imported: a check over unchanged inputs is only a lookup.
+    results = ResultCache.of(options, config, files)
+    if results is not None and (known := results.get()) is not None:
+        return known
     rules = select_rules(select, ignore)
     if not rules:  # `--select ''`, or `--select X --ignore X`: a run that checks nothing must not pass
         raise UsageError(
@@ -51,9 +58,10 @@ def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
         )
     config = replace(config, opt_in=(*config.opt_in, *options.opt_in))
     check_opt_ins(config.opt_in)
-    base = config.pyproject.parent if config.pyproject else Path.cwd()
-    files = discover(options.paths, config.exclude, base)
-    return _Run(options, config, rules, files, progress or (lambda *_: None)).execute()
+    result = _Run(options, config, rules, files, progress or (lambda *_: None)).execute()
+    if results is not None:
+        results.put(result)
+    return result
 
 
 def _include_deprecated(options: RunOptions, config: Config) -> bool:
