@@ -104,11 +104,19 @@ class ScanCache:
         self._scans[key] = value
         self._dirty.add("scans")
 
+    def memo_key(self, path: str, kind: str) -> str:
+        """Where `file_memo` keeps `kind` of the file as it is now (kept by `save` with this run's scans)."""
+        key = f"{kind}:{self.file_digest(path)}"
+        self._memo_keys.add(key)
+        return key
+
+    def has(self, key: str) -> bool:
+        return key in self._scans
+
     def file_memo(self, path: str, kind: str, compute: Callable[[str], T]) -> T | None:
         """`compute` of the file's text, kept by its content digest (a `codemods.project.FileMemo`)."""
         try:
-            key = f"{kind}:{self.file_digest(path)}"
-            self._memo_keys.add(key)
+            key = self.memo_key(path, kind)
             if key not in self._scans:
                 with open(path, "rb") as handle:
                     self.put(key, compute(handle.read().decode("utf-8", errors="replace")))

@@ -26,6 +26,7 @@ from codemods.errors import RunAborted, UsageError
 from codemods.facts import FileFacts
 from codemods.files import SourceText, WriteRefused, write_atomically
 from codemods.findings import FileError, Finding, FixSafety
+from codemods.gated_tests import TEST_MODULE, read_test_file, test_files, tests_dir_of
 from codemods.project import ProjectIndex, TreeInfo, installed_diffusers, module_name, package_root
 from codemods.result_cache import ResultCache
 from codemods.rules import check_opt_ins, select_rules
@@ -110,6 +111,7 @@ class _Run:
         digests, unreadable_scans = self.digest_files()
         scans = {**unreadable_scans, **self.scan_files({path: (key, None) for path, key in digests.items()}, "scan")}
         scans = {path: scans[path] for path in self.files}  # in path order, however they were computed
+        self.read_checkout_tests()
         loose = [Path(path) for path, root in self.roots.items() if root is None]
         index = ProjectIndex(
             {root for root in self.roots.values() if root} | set(loose),
@@ -180,6 +182,22 @@ class _Run:
             self.stats.rule_results_computed += len(scan.rules)
         self.used_cache_keys.update(key for key, _ in files.values())
         return {path: known[path].select(self.codes) for path in files}
+
+    def read_checkout_tests(self) -> None:
+        """The checkouts' `tests/`, parsed in the workers for the rules whose `resolve` reads them (DIF003's gated
+        tests), and kept in the cache by file digest, where `resolve` then finds them (codemods.gated_tests)."""
+        if not any(rule.reads_checkout_tests for rule in self.rules):
+            return
+        tests_dirs = {tests for root in set(self.roots.values()) if root and (tests := tests_dir_of(root))}
+        keys: dict[str, str] = {}
+        for path in (str(file) for tests in sorted(tests_dirs) for file in test_files(tests)):
+            try:
+                keys[path] = self.cache.memo_key(path, TEST_MODULE)
+            except OSError:
+                continue  # the gates read what they can, as they would have
+        missing = [path for path, key in keys.items() if not self.cache.has(key)]
+        for path, module in zip(missing, self.map(read_test_file, missing, "tests")):
+            self.cache.put(keys[path], module)
 
     def scan_texts(self, texts: dict[str, str]) -> dict[str, Scan]:
         """Scans of rewritten texts, keyed (and cached) as the scans of the files once written (UTF-8)."""

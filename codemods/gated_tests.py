@@ -86,6 +86,17 @@ def read_test_module(text: str) -> TestModule | None:
 
 
 _WORD = re.compile(r"\w+")
+# The `FileMemo` kind under which a run keeps each module's `TestModule`.
+TEST_MODULE = "test-module"
+
+
+def test_files(tests_dir: Path) -> list[Path]:
+    return sorted(tests_dir.rglob("*.py"))
+
+
+def read_test_file(path: str) -> TestModule | None:
+    """`read_test_module` of the file at `path` (a worker's job: the engine reads a checkout's tests in parallel)."""
+    return uncached(path, TEST_MODULE, read_test_module)
 
 class CheckoutGates:
     """The test functions of a checkout's `tests/` gated on class attributes, each module read once
@@ -99,8 +110,8 @@ class CheckoutGates:
     @cached_property
     def _modules(self) -> dict[Path, TestModule]:
         modules = {}
-        for path in sorted(self.tests_dir.rglob("*.py")):
-            module = self._memo(str(path), "test-module", read_test_module)
+        for path in test_files(self.tests_dir):
+            module = self._memo(str(path), TEST_MODULE, read_test_module)
             if module is not None:
                 modules[path] = module
         return modules
