@@ -22,6 +22,7 @@ import importlib.util
 import io
 import os
 import pstats
+import resource
 import shutil
 import statistics
 import subprocess
@@ -83,10 +84,16 @@ class Paired:
     name: str
     seconds: list[float]
     floors: list[float]
+    cpu: list[float]  # CPU seconds (user + system, all processes): what other work on the cores cannot inflate
+    floor_cpu: list[float]
 
     @property
     def ratio(self) -> float:
         return statistics.median(s / f for s, f in zip(self.seconds, self.floors))
+
+    @property
+    def cpu_ratio(self) -> float:
+        return statistics.median(s / f for s, f in zip(self.cpu, self.floor_cpu))
 
 
 def paired(
@@ -97,22 +104,33 @@ def paired(
     env: dict[str, str] | None = None,
     prepare: Callable[[], None] = lambda: None,
 ) -> Paired:
-    floors, seconds = [], []
+    floors, seconds, floor_cpu, cpu = [], [], [], []
     for _ in range(runs):
-        floors.append(timed(floor))
-        seconds.append(timed(command, env, prepare))
+        for times, cpu_times, args in ((floors, floor_cpu, (floor,)), (seconds, cpu, (command, env, prepare))):
+            before = _children_cpu()
+            times.append(timed(*args))
+            cpu_times.append(_children_cpu() - before)
     shown = ", ".join(f"{s:.2f} (floor {f:.2f})" for s, f in zip(seconds, floors))
     print(f"  {name}: {shown} s", file=sys.stderr)
-    return Paired(name, seconds, floors)
+    return Paired(name, seconds, floors, cpu, floor_cpu)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def print_paired(title: str, results: list[Paired]) -> None:
-    print(f"\n{title}\n\n| command | median (s) | min (s) | floor, median of its runs (s) | median of ratios to floor |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        f"\n{title}\n\n| command | median (s) | min (s) | floor, median (s) | ratio to floor (wall) "
+        "| CPU (s) | floor CPU (s) | ratio to floor (CPU) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for result in results:
         print(
             f"| {result.name} | {statistics.median(result.seconds):.2f} | {min(result.seconds):.2f} "
-            f"| {statistics.median(result.floors):.2f} | {result.ratio:.2f}x |"
+            f"| {statistics.median(result.floors):.2f} | {result.ratio:.2f}x | {statistics.median(result.cpu):.2f} "
+            f"| {statistics.median(result.floor_cpu):.2f} | {result.cpu_ratio:.2f}x |"
         )
 
 
