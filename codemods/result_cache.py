@@ -64,7 +64,6 @@ class ResultCache:
         self._store.put(self.key, (replace(result, rules=[]), tuple(rule.code for rule in result.rules)))
         self._digests.save(set())
 
-
     def _key(self, options: RunOptions, config: Config, files: list[Path]) -> str:
         hasher = hashlib.blake2b(digest_size=16)
         hasher.update(f"{tool_digest()}|{replace(options, jobs=0, cache_dir=None)!r}|{config!r}|{Path.cwd()}".encode())
@@ -100,7 +99,7 @@ class SelectedRules(Sequence[Rule]):
 
         return [rule_class(code)() for code in self._codes]
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index: int) -> Rule:  # type: ignore[override]
         return self._rules[index]
 
     def __len__(self) -> int:
