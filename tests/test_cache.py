@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +103,120 @@ def test_the_cache_lands_at_the_project_root_not_in_the_current_directory(tmp_pa
     assert result.returncode == 1
     assert (project / ".codemod_cache" / ".gitignore").is_file()
     assert list(elsewhere.iterdir()) == []
+
+
+# The whole-result cache of a check (codemods/engine/result_cache.py): keyed by every input the check reads.
+
+MODEL = "models/transformers/transformer_omnigen.py"
+PIPELINE = "pipelines/omnigen/pipeline_omnigen.py"
+GATED_TESTS = {
+    "tests/__init__.py": "",
+    "tests/compile.py": (
+        "class TorchCompileTesterMixin:\n    def test_torch_compile_repeated_blocks(self):\n"
+        "        if not self.model_class._repeated_blocks:\n            return\n"
+    ),
+    "tests/test_omnigen.py": (
+        "from diffusers import OmniGenTransformer2DModel\n\nfrom .compile import TorchCompileTesterMixin\n\n\n"
+        "class TestOmniGenCompile(TorchCompileTesterMixin):\n    model_class = OmniGenTransformer2DModel\n"
+    ),
+}
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """A checkout's `src/diffusers` whose model DIF003 reports, as its pipeline calls it in its loop."""
+    cut = find_case("DIF003/docstring_then_init").input_files()
+    package = {MODEL: cut["docstring_then_init.py"], PIPELINE: cut["pipeline_omnigen.py"]}
+    package |= {f"{directory}/__init__.py": "" for directory in ("models", "models/transformers", "pipelines", "pipelines/omnigen")}
+    write_files({"__init__.py": "", **package}, tmp_path / "checkout" / "src" / "diffusers")
+    return tmp_path / "checkout"
+
+
+def _check(path: Path, cache: Path | None) -> RunResult:
+    return run(RunOptions(paths=(path,), mode=Mode.CHECK, select=("DIF003",), cache_dir=cache))
+
+
+def _changes_with(checkout: Path, tmp_path: Path, edit) -> tuple[RunResult, RunResult, RunResult]:
+    """A cached check of the model's file, the warm check after `edit()`, and a cold check of the same."""
+    model = checkout / "src" / "diffusers" / MODEL
+    before = _check(model, tmp_path / "cache")
+    edit()
+    return before, _check(model, tmp_path / "cache"), _check(model, None)
+
+
+def test_a_warm_check_reuses_the_whole_result_without_importing_a_rule(checkout: Path, tmp_path: Path) -> None:
+    model = checkout / "src" / "diffusers" / MODEL
+    script = (
+        "import sys; from pathlib import Path; from codemods.engine.entry import Mode, RunOptions, run\n"
+        f"result = run(RunOptions(paths=(Path({str(model)!r}),), mode=Mode.CHECK, cache_dir=Path({str(tmp_path)!r})))\n"
+        "print(result.scan_stats.result_reused, len(result.findings), "
+        "sorted(m for m in sys.modules if m.startswith('codemods.rules.') and m != 'codemods.rules.base'))\n"
+    )
+    cold, warm = (subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True) for _ in "12")
+    assert cold.stdout.startswith("False 1 ['codemods.rules.complex_buffer'")
+    assert warm.stdout == "True 1 []\n"
+
+
+def test_a_warm_check_names_the_rules_of_the_cold_one(checkout: Path, tmp_path: Path) -> None:
+    cold = _check(checkout / "src" / "diffusers" / MODEL, tmp_path / "cache")
+    warm = _check(checkout / "src" / "diffusers" / MODEL, tmp_path / "cache")
+    assert (cold.scan_stats.result_reused, warm.scan_stats.result_reused) == (False, True)
+    assert [(r.code, r.name) for r in warm.rules] == [(r.code, r.name) for r in cold.rules] == [
+        ("DIF003", "missing-repeated-blocks")
+    ]
+    assert _shown(warm) == _shown(cold)
+
+
+def test_a_change_to_a_file_the_check_did_not_scan_changes_the_warm_result(checkout: Path, tmp_path: Path) -> None:
+    pipeline = checkout / "src" / "diffusers" / PIPELINE
+    before, warm, cold = _changes_with(
+        checkout, tmp_path, lambda: pipeline.write_text(pipeline.read_text().replace("OmniGenPipeline", "OtherPipeline"))
+    )
+    assert "`OmniGenPipeline` calls it" in before.findings[0].message
+    assert "`OtherPipeline` calls it" in warm.findings[0].message
+    assert _shown(warm) == _shown(cold)
+
+
+def test_a_change_to_the_checkouts_tests_changes_the_warm_result(checkout: Path, tmp_path: Path) -> None:
+    write_files(GATED_TESTS, checkout)
+    test_module = checkout / "tests" / "test_omnigen.py"
+    before, warm, cold = _changes_with(
+        checkout, tmp_path, lambda: test_module.write_text(test_module.read_text().replace("model_class = ", "other = "))
+    )
+    assert "it turns on tests that never ran for this model" in before.findings[0].not_fixed_reason
+    assert (warm.findings[0].not_fixed_reason, warm.findings[0].fix_safety) == (None, "safe")
+    assert _shown(warm) == _shown(cold)
+
+
+def test_a_change_to_the_codemod_configuration_changes_the_warm_result(checkout: Path, tmp_path: Path) -> None:
+    pyproject = checkout / "pyproject.toml"
+    pyproject.write_text("[tool.codemod]\n")
+    model = checkout / "src" / "diffusers" / MODEL
+    before = run(RunOptions(paths=(model,), mode=Mode.CHECK, cache_dir=tmp_path / "cache"))
+    pyproject.write_text('[tool.codemod]\nignore = ["DIF003"]\n')
+    warm = run(RunOptions(paths=(model,), mode=Mode.CHECK, cache_dir=tmp_path / "cache"))
+    assert ([f.code for f in before.findings], warm.findings) == (["DIF003"], [])
+
+
+def test_a_change_to_the_tools_source_is_a_miss(checkout: Path, tmp_path: Path, monkeypatch) -> None:
+    model = checkout / "src" / "diffusers" / MODEL
+    _check(model, tmp_path / "cache")
+    monkeypatch.setattr("codemods.engine.result_cache.tool_digest", lambda: "another tool")
+    assert _check(model, tmp_path / "cache").scan_stats.result_reused is False
+
+
+def test_a_change_to_the_context_package_is_a_miss(tmp_path: Path) -> None:
+    # A file outside any package looks classes up in `--context`: what the package holds can change its findings.
+    context = tmp_path / "context" / "diffusers"
+    context.mkdir(parents=True)
+    (context / "__init__.py").write_text("")
+    (context / "models.py").write_text("class Model:\n    pass\n")
+    (tmp_path / "lone.py").write_text("from diffusers.models import Model\n")
+
+    def reused() -> bool:
+        options = RunOptions(paths=(tmp_path / "lone.py",), mode=Mode.CHECK, context=context, cache_dir=tmp_path / "c")
+        return run(options).scan_stats.result_reused
+
+    first, warm = reused(), reused()
+    (context / "models.py").write_text("class Model:\n    sample = 1\n")
+    assert (first, warm, reused()) == (False, True, False)

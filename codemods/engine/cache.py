@@ -1,14 +1,17 @@
 """What a run can reuse from earlier ones, keyed by the tool's own source and the trees' facts.
 
-Only per-file results are kept, never anything that depends on the run's mode, on fixing or on
-other files: each file's `FileScan` (its facts, and each rule's findings kept apart, so a new
-`--select`/`--ignore` reuses every rule it shares with earlier runs), and the text a set of fixes
-makes of a file. Cross-file resolution runs again on every run, on immutable findings.
+Per-file results are kept, never anything that depends on the run's mode, on fixing or on other
+files: each file's `FileScan` (its facts, and each rule's findings kept apart, so a new
+`--select`/`--ignore` reuses every rule it shares with earlier runs), the text a set of fixes
+makes of a file, and what a checkout fact reads of a file (`file_memo`). Cross-file resolution
+runs again on every run that misses the whole-result cache (`ResultStore`, keyed by every input
+the check read: codemods/engine/result_cache.py).
 
-Two files per key in the cache directory (which carries a `.gitignore`, like ruff's):
+Files in the cache directory (which carries a `.gitignore`, like ruff's):
 - `index-*.pickle`, small, always read: each file's content digest by (size, mtime_ns), so an
   unchanged file is neither read nor hashed (git's index does the same);
-- `scan-*.pickle`: each file's scan by path + content digest, and the applied fixes.
+- `scan-*.pickle`: each file's scan by path + content digest, and the applied fixes;
+- `result-*.pickle`, one per whole check result.
 The directory is `.codemod_cache/` at the project root of the paths run on (see `cache_directory`).
 """
 
@@ -18,12 +21,14 @@ import hashlib
 import os
 import pickle
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache, cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from codemods import __version__
+
+T = TypeVar("T")
 
 # Entries from other runs kept beside this run's, so switching between two trees stays warm.
 _MAX_SCANS = 20_000
@@ -72,6 +77,7 @@ class ScanCache:
         self._scans_path = directory / f"scan-{name}.pickle" if directory else None
         self._stats: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime_ns, content digest)
         self._dirty: set[str] = set()
+        self._memo_keys: set[str] = set()  # `file_memo` entries this run asked for: kept like its scans
         if self._index_path is not None:
             self._stats = _load(self._index_path, {})
 
@@ -98,6 +104,26 @@ class ScanCache:
         self._scans[key] = value
         self._dirty.add("scans")
 
+    def memo_key(self, path: str, kind: str) -> str:
+        """Where `file_memo` keeps `kind` of the file as it is now (kept by `save` with this run's scans)."""
+        key = f"{kind}:{self.file_digest(path)}"
+        self._memo_keys.add(key)
+        return key
+
+    def has(self, key: str) -> bool:
+        return key in self._scans
+
+    def file_memo(self, path: str, kind: str, compute: Callable[[str], T]) -> T | None:
+        """`compute` of the file's text, kept by its content digest (a `codemods.project.FileMemo`)."""
+        try:
+            key = self.memo_key(path, kind)
+            if key not in self._scans:
+                with open(path, "rb") as handle:
+                    self.put(key, compute(handle.read().decode("utf-8", errors="replace")))
+        except OSError:
+            return None
+        return self._scans[key]
+
     def save(self, keep: set[str]) -> None:
         if self._directory is None or not self._dirty:
             return
@@ -107,6 +133,7 @@ class ScanCache:
             if not gitignore.exists():
                 gitignore.write_text("# Created by diffusers-codemod.\n*\n")
             if "scans" in self._dirty:
+                keep = keep | self._memo_keys
                 scans = {k: v for k, v in self._scans.items() if k in keep}
                 for k, v in self._scans.items():
                     if len(scans) >= _MAX_SCANS:
@@ -118,6 +145,27 @@ class ScanCache:
         except OSError:
             pass  # a read-only checkout still gets its findings, only slower next time
         self._dirty.clear()
+
+
+class ResultStore:
+    """Whole results, one file each (`result-<key>.pickle`: a lookup reads only its own), the newest few kept."""
+
+    def __init__(self, directory: Path, keep: int) -> None:
+        self._directory = directory
+        self._keep = keep
+
+    def get(self, key: str) -> Any | None:
+        return _load(self._directory / f"result-{key}.pickle", None)
+
+    def put(self, key: str, value: Any) -> None:
+        try:
+            self._directory.mkdir(parents=True, exist_ok=True)
+            _dump(self._directory / f"result-{key}.pickle", value)
+            kept = sorted(self._directory.glob("result-*.pickle"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+            for stale in kept[self._keep :]:
+                stale.unlink()
+        except OSError:
+            pass  # as for scans: a read-only checkout only loses the next run's head start
 
 
 def _load(path: Path, empty: Any) -> Any:

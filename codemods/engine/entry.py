@@ -23,6 +23,7 @@ from codemods.engine.cache import ScanCache, digest
 from codemods.engine.copy_declines import copy_decline
 from codemods.engine.discovery import discover
 from codemods.engine.interrupts import InterruptWatch
+from codemods.engine.result_cache import ResultCache
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
 from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
 from codemods.engine.tree_write import PlannedWrite, TreeWrite
@@ -33,6 +34,7 @@ from codemods.project.config import Config, find_pyproject, load_config
 from codemods.project.facts import FileFacts
 from codemods.project.files import SourceText
 from codemods.project.frozen import is_deprecated_pipeline
+from codemods.project.gated_tests import TEST_MODULE, read_test_file, test_files, tests_dir_of
 from codemods.project.index import ProjectIndex, TreeInfo, module_name, package_root, tree_relative
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
@@ -49,6 +51,12 @@ def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
     config = load_config(find_pyproject(options.paths))
     select = options.select if options.select is not None else config.select
     ignore = options.ignore if options.ignore is not None else config.ignore
+    base = config.pyproject.parent if config.pyproject else Path.cwd()
+    files = discover(options.paths, config.exclude, base)
+    # Before any rule is imported: a check over unchanged inputs is only a lookup.
+    results = ResultCache.of(options, config, files)
+    if results is not None and (known := results.get()) is not None:
+        return known
     rules = select_rules(select, ignore)
     if not rules:  # `--select ''`, or `--select X --ignore X`: a run that checks nothing must not pass
         raise UsageError(
@@ -57,14 +65,15 @@ def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
         )
     config = replace(config, opt_in=(*config.opt_in, *options.opt_in))
     check_opt_ins(config.opt_in)
-    base = config.pyproject.parent if config.pyproject else Path.cwd()
-    files = discover(options.paths, config.exclude, base)
     with InterruptWatch() as interrupts:
         current = _Run(options, config, rules, files, progress or (lambda *_: None), interrupts)
         try:
-            return current.execute()
+            result = current.execute()
         except KeyboardInterrupt:
             raise RunInterrupted(current.interrupted_line()) from None
+    if results is not None:
+        results.put(result)
+    return result
 
 
 def _include_deprecated(options: RunOptions, config: Config) -> bool:
@@ -124,6 +133,7 @@ class _Run:
         digests, unreadable_scans = self.digest_files()
         scans = {**unreadable_scans, **self.scan_files({path: (key, None) for path, key in digests.items()}, "scan")}
         scans = {path: scans[path] for path in self.files}  # in path order, however they were computed
+        self.read_checkout_tests()
         loose = [Path(path) for path, root in self.roots.items() if root is None]
         index = ProjectIndex(
             {root for root in self.roots.values() if root} | set(loose),
@@ -132,6 +142,7 @@ class _Run:
             # Only a script outside any package resolves names against a diffusers, and only one the user named:
             # the pre-commit hook's environment has none installed, and one answer for one file beats a guess.
             reference=self.options.context if loose else None,
+            file_memo=self.cache.file_memo,
         )
         errors = {path: s.error for path, s in scans.items() if s.error}
         findings = self.resolve(scans.values(), index, errors)
@@ -199,6 +210,22 @@ class _Run:
             self.stats.rule_results_computed += len(scan.rules)
         self.used_cache_keys.update(key for key, _ in files.values())
         return {path: known[path].select(self.codes) for path in files}
+
+    def read_checkout_tests(self) -> None:
+        """The checkouts' `tests/`, parsed in the workers for the rules whose `resolve` reads them (DIF003's gated
+        tests), and kept in the cache by file digest, where `resolve` then finds them (codemods.project.gated_tests)."""
+        if not any(rule.reads_checkout_tests for rule in self.rules):
+            return
+        tests_dirs = {tests for root in set(self.roots.values()) if root and (tests := tests_dir_of(root))}
+        keys: dict[str, str] = {}
+        for path in (str(file) for tests in sorted(tests_dirs) for file in test_files(tests)):
+            try:
+                keys[path] = self.cache.memo_key(path, TEST_MODULE)
+            except OSError:
+                continue  # the gates read what they can, as they would have
+        missing = [path for path, key in keys.items() if not self.cache.has(key)]
+        for path, module in zip(missing, self.map(read_test_file, missing, "tests")):
+            self.cache.put(keys[path], module)
 
     def scan_texts(self, texts: dict[str, str]) -> dict[str, Scan]:
         """Scans of rewritten texts, keyed (and cached) as the scans of the files once written (UTF-8)."""

@@ -4,6 +4,7 @@ interface, shared by the CLI, the pre-commit hook, the bot and the reports (code
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,12 +48,13 @@ class ScanStats:
     files_parsed: int = 0  # files (or fixed texts) parsed and checked by a worker
     rule_results_reused: int = 0  # (file, rule) results read from the cache
     rule_results_computed: int = 0  # (file, rule) results a worker computed
+    result_reused: bool = False  # the whole result came from an earlier run on the same inputs (codemods.engine.result_cache)
 
 
 @dataclass
 class RunResult:
     mode: Mode
-    rules: list[Rule]
+    rules: Sequence[Rule]
     files_scanned: int
     findings: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)

@@ -8,8 +8,10 @@ are not all built alike, as SD3's last block and SD3.5's dual-attention blocks a
 therefore declines such a change unless the run opts in; `codemod verify` and the bot opt in, run
 those tests (`bot/verify/checkout/turned_on_tests.py`) and carry the override they need.
 
-Only files that mention a name are parsed: the test functions that read the attribute, the classes
-that derive from their holders (across the whole `tests/`), and the modules that name the model.
+Each test module is parsed once, into what the gates need of it (`TestModule`), which the run's
+cache keeps per file digest: the test functions that read the attribute, the classes that derive
+from their holders (across the whole `tests/`), and the modules that name the model are then set
+operations, not a text search of every module for every model.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from codemods.project.index import ProjectIndex, package_root
+from codemods.project.index import FileMemo, ProjectIndex, package_root, uncached
 
 
 def tests_dir_of(package: Path) -> Path | None:
@@ -36,7 +38,7 @@ def tests_turned_on(index: ProjectIndex, path: str, model: str, attribute: str) 
     tests_dir = tests_dir_of(root) if root is not None else None
     if tests_dir is None:
         return []
-    gates = index.checkout_fact(("gates", tests_dir), lambda: CheckoutGates(tests_dir))
+    gates = index.checkout_fact(("gates", tests_dir), lambda: CheckoutGates(tests_dir, index.file_memo))
     return gates.turned_on(model, {attribute})
 
 
@@ -47,37 +49,76 @@ class TestClass:
     ancestry: frozenset[str]  # its own name and its bases' names, transitively within its module
 
 
-class CheckoutGates:
-    """The test functions of a checkout's `tests/` gated on class attributes, read once per instance."""
+@dataclass(frozen=True)
+class ClassShape:
+    name: str
+    bases: frozenset[str]
+    tests_reading: tuple[tuple[str, frozenset[str]], ...]  # its test functions, each with the attribute names it reads
 
-    def __init__(self, tests_dir: Path) -> None:
+
+@dataclass(frozen=True)
+class TestModule:
+    """What the gates need of one test module: read once, kept per file digest (`FileMemo`)."""
+
+    words: frozenset[str]  # every word of its text: which modules "name" a class, as a text search would
+    classes: tuple[ClassShape, ...]
+    test_classes: tuple[TestClass, ...]
+
+
+def read_test_module(text: str) -> TestModule | None:
+    """The module's shape, or None when it does not parse (such a module holds no test the gates count)."""
+    tree = _parse(text)
+    if tree is None:
+        return None
+    shapes = tuple(
+        ClassShape(
+            cls.name,
+            frozenset(_base_name(base) for base in cls.bases),
+            tuple(
+                (function.name, _names_read(function))
+                for function in cls.body
+                if isinstance(function, ast.FunctionDef) and function.name.startswith("test")
+            ),
+        )
+        for cls in _classes(tree)
+    )
+    return TestModule(frozenset(_WORD.findall(text)), shapes, tuple(test_classes(tree)))
+
+
+_WORD = re.compile(r"\w+")
+# The `FileMemo` kind under which a run keeps each module's `TestModule`.
+TEST_MODULE = "test-module"
+
+
+def test_files(tests_dir: Path) -> list[Path]:
+    return sorted(tests_dir.rglob("*.py"))
+
+
+def read_test_file(path: str) -> TestModule | None:
+    """`read_test_module` of the file at `path` (a worker's job: the engine reads a checkout's tests in parallel)."""
+    return uncached(path, TEST_MODULE, read_test_module)
+
+class CheckoutGates:
+    """The test functions of a checkout's `tests/` gated on class attributes, each module read once
+    (`memo` keeps what it read per file digest, across runs)."""
+
+    def __init__(self, tests_dir: Path, memo: FileMemo = uncached) -> None:
         self.tests_dir = tests_dir
-        self._parsed: dict[Path, ast.Module | None] = {}
+        self._memo = memo
         self._gated: dict[frozenset[str], dict[str, frozenset[str]]] = {}
 
     @cached_property
-    def _texts(self) -> dict[Path, str]:
-        texts = {}
-        for path in sorted(self.tests_dir.rglob("*.py")):
-            try:
-                texts[path] = path.read_text("utf-8", errors="replace")
-            except OSError:
-                continue
-        return texts
+    def _modules(self) -> dict[Path, TestModule]:
+        modules = {}
+        for path in test_files(self.tests_dir):
+            module = self._memo(str(path), TEST_MODULE, read_test_module)
+            if module is not None:
+                modules[path] = module
+        return modules
 
-    def _trees(self, names: set[str]) -> list[tuple[Path, ast.Module]]:
-        """The modules whose text names one of `names` (as a word), parsed."""
-        if not names:
-            return []
-        word = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
-        trees = []
-        for path, text in self._texts.items():
-            if word.search(text):
-                if path not in self._parsed:
-                    self._parsed[path] = _parse(text)
-                if (tree := self._parsed[path]) is not None:
-                    trees.append((path, tree))
-        return trees
+    def _naming(self, names: set[str]) -> list[tuple[Path, TestModule]]:
+        """The modules whose text names one of `names` (as a word)."""
+        return [(path, module) for path, module in self._modules.items() if not module.words.isdisjoint(names)]
 
     def gated_on(self, attributes: set[str]) -> dict[str, frozenset[str]]:
         """Test function -> the test classes that hold it: those that define it reading one of `attributes`, and
@@ -89,19 +130,15 @@ class CheckoutGates:
 
     def _holders(self, attributes: frozenset[str]) -> dict[str, set[str]]:
         holders: dict[str, set[str]] = {}
-        for _, tree in self._trees(attributes):
-            for cls in _classes(tree):
-                for function in cls.body:
-                    if isinstance(function, ast.FunctionDef) and function.name.startswith("test"):
-                        if _names_read(function) & attributes:
-                            holders.setdefault(function.name, set()).add(cls.name)
+        for _, module in self._naming(attributes):
+            for cls in module.classes:
+                for function, names_read in cls.tests_reading:
+                    if names_read & attributes:
+                        holders.setdefault(function, set()).add(cls.name)
         known: set[str] = set().union(*holders.values()) if holders else set()
         while True:
             derived = {
-                cls.name: {_base_name(base) for base in cls.bases}
-                for _, tree in self._trees(known)
-                for cls in _classes(tree)
-                if cls.name not in known
+                cls.name: cls.bases for _, module in self._naming(known) for cls in module.classes if cls.name not in known
             }
             added = False
             for name, bases in derived.items():
@@ -120,13 +157,13 @@ class CheckoutGates:
         if not gated:
             return []
         node_ids = []
-        for path, tree in self._trees({model}):
-            module = path.relative_to(self.tests_dir.parent).as_posix()
-            for test_class in test_classes(tree):
+        for path, module in self._naming({model}):
+            module_path = path.relative_to(self.tests_dir.parent).as_posix()
+            for test_class in module.test_classes:
                 if test_class.model_class != model:
                     continue
                 node_ids += [
-                    f"{module}::{test_class.name}::{function}"
+                    f"{module_path}::{test_class.name}::{function}"
                     for function, holding in sorted(gated.items())
                     if holding & test_class.ancestry
                 ]

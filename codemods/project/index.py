@@ -95,6 +95,18 @@ def parse_facts(path: str, module: str, text: str) -> FileFacts | None:
         return None
 
 
+# (path, kind, compute from the text) -> compute's result, which a run may keep per file digest.
+FileMemo = Callable[[str, str, Callable[[str], T]], T | None]
+
+
+def uncached(path: str, kind: str, compute: Callable[[str], T]) -> T | None:
+    """A `FileMemo` that keeps nothing: `compute` of the file's text (None when it cannot be read)."""
+    try:
+        return compute(Path(path).read_bytes().decode("utf-8", errors="replace"))
+    except OSError:
+        return None
+
+
 class ProjectIndex:
     """Facts across the trees of a run, loaded on demand.
 
@@ -109,6 +121,7 @@ class ProjectIndex:
         known: dict[str, FileFacts],
         load: FactsLoader = parse_facts,
         reference: Path | None = None,
+        file_memo: FileMemo = uncached,
     ) -> None:
         self._roots = sorted(set(roots))
         self._facts: dict[str, FileFacts | None] = dict(known)
@@ -116,6 +129,7 @@ class ProjectIndex:
         self._containing: dict[str, list[str]] = {}  # needle -> paths_containing(needle)
         self._load = load
         self._checkout_facts: dict[Hashable, Any] = {}
+        self.file_memo = file_memo  # for what a checkout fact reads of files outside the trees
         # A tree consulted for class definitions only (never for copies), for files outside any package.
         self._reference = ProjectIndex([reference], {}, load) if reference and reference not in self._roots else None
 
@@ -126,7 +140,7 @@ class ProjectIndex:
 
     def overlay(self, texts: dict[str, str], facts: dict[str, FileFacts | None]) -> ProjectIndex:
         """The same tree with some files rewritten (to check a fix before it is written)."""
-        index = ProjectIndex(self._roots, {**self._facts, **facts}, self._load)
+        index = ProjectIndex(self._roots, {**self._facts, **facts}, self._load, file_memo=self.file_memo)
         index._reference = self._reference
         index._texts = {**self._texts, **texts}
         index._checkout_facts = self._checkout_facts

@@ -64,9 +64,13 @@ class FunctionPlaces:
         self._binding_memo: dict[int, Place] = {}
         # Bindings being worked out, innermost last; `_lowest` is the lowest position in this stack
         # that the current computation ran into (a cycle): results that depend on a binding still in
-        # progress further out are not memoized, those whose cycles closed inside them are.
+        # progress further out are not memoized for good, those whose cycles closed inside them are.
         self._stack: list[int] = []
         self._lowest = _NO_CYCLE
+        # Results that depended on a binding in progress, keyed by the stack they were worked out
+        # under (with the `_lowest` they reached): the same node under the same bindings in progress
+        # gives the same answer, and without this a cycle recomputes it once per path into it.
+        self._pending_memo: dict[tuple[int, tuple[int, ...]], tuple[Place, int]] = {}
         self._timesteps_places: dict[str, Place] = {}
 
     def place(self, node: ast.expr) -> Place:
@@ -74,10 +78,17 @@ class FunctionPlaces:
         key = id(node)
         if key in self._memo:
             return self._memo[key]
+        context = (key, tuple(self._stack))
+        if context in self._pending_memo:
+            place, lowest = self._pending_memo[context]
+            self._lowest = min(self._lowest, lowest)
+            return place
         outer, self._lowest = self._lowest, _NO_CYCLE
         place = self._place(node)
         if self._lowest >= len(self._stack):
             self._memo[key] = place
+        else:
+            self._pending_memo[context] = (place, self._lowest)
         self._lowest = min(outer, self._lowest)
         return place
 

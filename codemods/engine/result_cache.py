@@ -1,0 +1,112 @@
+"""A whole `--check` result, kept by the digests of everything it was computed from.
+
+A warm run over an unchanged tree then does no analysis at all: it stats the files (their digests
+come from the scan cache's (size, mtime_ns) index), finds the result, and never imports a rule.
+The key is conservative: anything the engine reads to produce the result is in it, and a key
+that differs only in a way that cannot matter is merely a miss:
+- the tool's own source (`tool_digest`), the run's options and the loaded configuration (which
+  the `pyproject.toml` it came from decides; its bytes are in the key too) and the working
+  directory (reports show paths relative to it);
+- the digest of every file of the trees the run's files belong to, scanned or not (a finding in
+  one file is resolved against the others), of the installed diffusers when a file outside any
+  package resolves names against it, and of the checkout's `tests/` (DIF003's gated tests).
+
+Only a check is kept: a diff or a write carries the fixed texts and runs the formatter gate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from functools import cached_property
+from pathlib import Path
+
+from codemods.engine.cache import ResultStore, ScanCache, tool_digest
+from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
+from codemods.project.config import Config
+from codemods.project.gated_tests import tests_dir_of
+from codemods.project.index import package_root
+from codemods.rules.base import Rule
+
+# Results of other checks kept beside this one's (other selections, other trees, the hook's files).
+_MAX_RESULTS = 16
+
+
+class ResultCache:
+    """The result of one check, if an earlier run computed it from the same inputs."""
+
+    def __init__(self, directory: Path, options: RunOptions, config: Config, files: list[Path]) -> None:
+        self._digests = ScanCache(directory, "results")  # for its index of file digests only
+        self._store = ResultStore(directory, keep=_MAX_RESULTS)
+        self.key = self._key(options, config, files)
+
+    @classmethod
+    def of(cls, options: RunOptions, config: Config, files: list[Path]) -> ResultCache | None:
+        """The cache for a check that uses one; None for any other run (and when an input cannot be read)."""
+        if options.mode is not Mode.CHECK or options.cache_dir is None:
+            return None
+        try:
+            return cls(options.cache_dir, options, config, files)
+        except OSError:
+            return None  # the run reports what it cannot read
+
+    def get(self) -> RunResult | None:
+        found = self._store.get(self.key)
+        if found is None:
+            return None
+        result, codes = found
+        return replace(result, rules=SelectedRules(codes), scan_stats=ScanStats(result_reused=True))
+
+    def put(self, result: RunResult) -> None:
+        # The rules by code: they are the tool's code, which the key holds, and loading them costs an import each.
+        self._store.put(self.key, (replace(result, rules=[]), tuple(rule.code for rule in result.rules)))
+        self._digests.save(set())
+
+    def _key(self, options: RunOptions, config: Config, files: list[Path]) -> str:
+        hasher = hashlib.blake2b(digest_size=16)
+        hasher.update(f"{tool_digest()}|{replace(options, jobs=0, cache_dir=None)!r}|{config!r}|{Path.cwd()}".encode())
+        if config.pyproject is not None:
+            hasher.update(config.pyproject.read_bytes())
+        for path in sorted(self._inputs(files, options.context)):
+            hasher.update(f"\0{path}\0{self._digests.file_digest(path)}".encode())
+        return hasher.hexdigest()
+
+    @staticmethod
+    def _inputs(files: list[Path], context: Path | None) -> set[str]:
+        """Every file the run may read: its own, the rest of their trees, what the trees are checked against,
+        and the `--context` package that files outside any package look classes up in."""
+        inputs = {str(file) for file in files}
+        roots = {package_root(directory) for directory in {file.parent for file in files}}
+        trees: set[Path] = {root for root in roots if root is not None}
+        if None in roots and context is not None:
+            trees.add(context)
+        trees |= {tests for root in trees if (tests := tests_dir_of(root)) is not None}
+        for tree in trees:
+            inputs |= set(_python_files(tree))
+        return inputs
+
+
+class SelectedRules(Sequence[Rule]):
+    """A cached result's rules, imported only when a report reads them (the GitHub format names each finding's)."""
+
+    def __init__(self, codes: tuple[str, ...]) -> None:
+        self._codes = codes
+
+    @cached_property
+    def _rules(self) -> list[Rule]:
+        from codemods.rules import rule_class
+
+        return [rule_class(code)() for code in self._codes]
+
+    def __getitem__(self, index: int) -> Rule:  # type: ignore[override]
+        return self._rules[index]
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+
+def _python_files(tree: Path) -> Iterable[str]:
+    for directory, _, names in os.walk(tree):
+        yield from (os.path.join(directory, name) for name in names if name.endswith(".py"))
