@@ -38,7 +38,6 @@ from codemods.project.gated_tests import TEST_MODULE, read_test_file, test_files
 from codemods.project.index import ProjectIndex, TreeInfo, module_name, package_root, tree_relative
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
-from codemods.rules.missing_repeated_blocks import MissingRepeatedBlocks
 from codemods.source import SourceFile
 
 if TYPE_CHECKING:
@@ -254,6 +253,9 @@ class _Run:
 
     def resolve(self, scans: Iterable[Scan], index: ProjectIndex, errors: dict[str, FileError]) -> list[Finding]:
         """The scans' findings confirmed against the whole tree: new values (`Rule.resolve` never changes its argument)."""
+        # Here, not at the top: a warm check returns before resolving and must import no rule module.
+        from codemods.rules.missing_repeated_blocks import MissingRepeatedBlocks
+
         resolved = []
         reach = ModelReach.of(index, MissingRepeatedBlocks.code)
         for scan in scans:
