@@ -151,7 +151,9 @@ def _print_result(result, output_format: OutputFormat, include_cold: bool) -> No
     if output_format is OutputFormat.json:
         print(report.as_json(result, include_cold))
     elif output_format is OutputFormat.sarif:
-        print(report.as_sarif(result, include_cold))
+        from codemods.output.sarif import as_sarif
+
+        print(as_sarif(result, include_cold))
     elif output_format is OutputFormat.github:
         text = report.as_github(result, include_cold)
         if text:

@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from codemod_cli.bot import Python as PythonOption
-from codemod_cli.bot import TorchIndex as TorchIndexOption
+from codemod_cli.bot_options import Python as PythonOption
+from codemod_cli.bot_options import TorchIndex as TorchIndexOption
 from codemod_cli.extras import require_extras
 from codemod_cli.run import rule_codes
 from codemods.errors import UsageError

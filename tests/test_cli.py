@@ -9,20 +9,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from cli_pipeline import CASE, PIPELINE, pipeline_fixture  # noqa: F401  (the `pipeline` fixture)
 from cli_runner import codemod
 
 from codemods.project.index import installed_diffusers
-from tools.fixture_cases import find_case
-
-CASE = find_case("DIF004/adapter_denoising_loop")
-PIPELINE = CASE.input_text()
-
-
-@pytest.fixture
-def pipeline(tmp_path: Path) -> Path:
-    path = tmp_path / "pipeline.py"
-    path.write_text(PIPELINE)
-    return path
 
 
 def test_default_run_applies_safe_fixes_and_exits_1_while_findings_remain(pipeline: Path) -> None:
@@ -225,44 +215,6 @@ def test_rules_table_and_explain(tmp_path: Path) -> None:
     explained = codemod("explain", "dif004", cwd=tmp_path)
     assert explained.returncode == 0
     assert "## Why is this bad?" in explained.stdout and "## Fix safety" in explained.stdout
-
-
-CHECK_SAMPLE = """\
-# A check of our own, in the shape of diffusers' utils/check_*.py: it fails on what the fix writes.
-import pathlib
-import sys
-
-if ").sample\\n" not in pathlib.Path("src/pipeline.py").read_text():
-    sys.exit("src/pipeline.py: the UNet's output is no longer read as `.sample`")
-"""
-
-
-def test_check_repo_runs_the_checkouts_checks_before_and_after_and_names_the_one_the_write_broke(
-    tmp_path: Path,
-) -> None:
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "pipeline.py").write_text(PIPELINE)
-    (tmp_path / "utils").mkdir()
-    (tmp_path / "utils" / "check_sample.py").write_text(CHECK_SAMPLE)
-    (tmp_path / "Makefile").write_text("repo-consistency:\n\tpython utils/check_sample.py\n")
-    result = codemod("run", "--check-repo", "src/pipeline.py", cwd=tmp_path)
-    assert result.returncode == 1
-    assert (tmp_path / "src" / "pipeline.py").read_text() == CASE.expected_text()
-    assert (
-        "❌ repository checks: 1 run, 1 broken by the change (python utils/check_sample.py)\n\n"
-        "`python utils/check_sample.py` (Makefile: repo-consistency) passes on the original tree and fails on the "
-        "rewritten one:\n\n```\nsrc/pipeline.py: the UNet's output is no longer read as `.sample`\n```\n"
-    ) in result.stderr
-
-
-def test_check_repo_outside_a_checkout_is_a_one_line_error(pipeline: Path) -> None:
-    result = codemod("run", "--check-repo", str(pipeline), cwd=pipeline.parent)
-    assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr == (
-        f"codemod: error: {pipeline}: no checkout above it (a folder with src/ and a Makefile or .github/workflows/); "
-        "--check-repo needs the repository's own checks\n"
-    )
-    assert pipeline.read_text() == PIPELINE
 
 
 @pytest.mark.parametrize("given", [None, "--context", "CODEMOD_CONTEXT"])

@@ -17,8 +17,9 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from codemods.findings import Edit, Fix, FixSafety
 from codemods.lazy import libcst as cst
-from codemods.source import SourceFile
+from codemods.source import Ancestors, SourceFile
 
 if TYPE_CHECKING:
     import libcst
@@ -61,6 +62,31 @@ def argument_layout(
     opening = first_line.index("(", source.span(call.func).end_column)
     hugged = first_line[opening + 1 : span.end_column - 1] + separator + added
     return _layout("hug" if len(indent) + 4 + len(hugged) <= line_length else "explode", indent)
+
+
+def device_keyword_fix(
+    source: SourceFile,
+    call: ast.Call,
+    anchor: ast.Call,
+    ancestors: Ancestors,
+    device: str,
+    line_length: int,
+    safety: FixSafety,
+) -> Fix | None:
+    """`device=<device>` added to the torch factory `call`, as a fix on `anchor`: the call itself (edit
+    `add_device`), or the `.to()` that moves it, which then goes (edit `create_on_device`). None when the
+    statement would need re-wrapping."""
+    statement = next(n for n in reversed(ancestors) if isinstance(n, ast.stmt))
+    rest = source.lines[(anchor.end_lineno or anchor.lineno) - 1][source.span(anchor).end_column :]
+    added = f"device={device}"
+    layout = argument_layout(source, call, added, line_length, statement, "", rest)
+    if layout is None:
+        return None
+    moved = anchor is not call
+    op = "create_on_device" if moved else "add_device"
+    edit = Edit(source.ref(anchor, "Call"), op, (*layout, ("device", device)))
+    description = f"create the tensor with `{added}`" + (" instead of moving it" if moved else "")
+    return Fix(safety, description, (edit,))
 
 
 def _layout(wrap: str, indent: str) -> Layout:

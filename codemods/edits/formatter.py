@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemods.findings import Finding
+from codemods.lines import split_lines
 from codemods.project.tool_env import ToolUnavailable, installed_tool
-from codemods.source import split_lines
 
 _RUFF_PIN = re.compile(r"""["']ruff==([0-9][0-9A-Za-z.]*)["']""")
 _PRE_COMMIT_RUFF = re.compile(r"astral-sh/ruff-pre-commit['\"]?\s*\n\s*rev:\s*['\"]?v?([0-9][0-9A-Za-z.]*)")

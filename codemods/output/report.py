@@ -1,19 +1,14 @@
-"""How a run is shown: text for people, JSON for tools, SARIF for code scanning, GitHub annotations for CI."""
+"""How a run is shown: text for people, JSON for tools, GitHub annotations for CI (SARIF: `sarif`)."""
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import os
-from typing import Any
 
 from codemods import __version__
 from codemods.engine.entry import Mode, RunResult
 from codemods.findings import Finding, FixSafety
-from codemods.output.rule_docs import TOOL_URL
-
-SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def display_path(path: str) -> str:
@@ -44,7 +39,7 @@ def by_pattern(findings: list[Finding]) -> list[list[Finding]]:
     return list(groups.values())
 
 
-def _cost_note(finding: Finding) -> str:
+def cost_note(finding: Finding) -> str:
     """The frequency, where the message does not already say it."""
     if finding.cost is None or finding.cost.text() in finding.message:
         return ""
@@ -57,7 +52,7 @@ def text_lines(result: RunResult, include_cold: bool = False) -> list[str]:
     for group in by_pattern(shown(result.remaining if result.mode is Mode.WRITE else result.findings, include_cold)):
         finding = group[0]
         where = f"{display_path(finding.path)}:{finding.line}:{finding.column + 1}"
-        line = f"{where}: {finding.code} {_marker(finding)}{finding.message}{_cost_note(finding)}"
+        line = f"{where}: {finding.code} {_marker(finding)}{finding.message}{cost_note(finding)}"
         if finding.not_fixed_reason:
             line += f" (not fixed: {finding.not_fixed_reason})"
         lines.append(line)
@@ -184,7 +179,7 @@ def as_github(result: RunResult, include_cold: bool = False) -> str:
                 ("title", f"{finding.code} {_rule_name(result, finding.code)}"),
             )
         )
-        lines.append(f"::warning {properties}::{_escape_data(finding.message + _cost_note(finding))}")
+        lines.append(f"::warning {properties}::{_escape_data(finding.message + cost_note(finding))}")
     for error in result.errors:
         location = f"file={_escape_property(display_path(error.path))}" + (f",line={error.line}" if error.line else "")
         lines.append(f"::error {location}::{_escape_data(error.message)}")
@@ -201,111 +196,3 @@ def _escape_data(value: str) -> str:
 
 def _escape_property(value: str) -> str:
     return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
-
-
-def as_sarif(result: RunResult, include_cold: bool = False) -> str:
-    """SARIF 2.1.0 for code scanning. A run that wrote nothing (--check, --diff) reports every finding, and
-    each fix it proved comes with the replacement text (`fixes`); a run that wrote its fixes reports what remains.
-    """
-    from codemods.output.sarif_fixes import file_fixes
-
-    rules = sorted(result.rules, key=lambda r: r.code)
-    rule_index = {rule.code: position for position, rule in enumerate(rules)}
-    results: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
-    fixes: dict[int, dict[str, Any]] = {}
-    if result.mode is not Mode.WRITE:
-        for path, (before, after) in result.changes.items():
-            fixed = [f for f in result.findings if f.fixed and f.path == path]
-            fixes |= file_fixes(fixed, before, after, _uri(path))
-    for finding in shown(result.remaining if result.mode is Mode.WRITE else result.findings, include_cold):
-        fingerprint = _fingerprint(finding)
-        seen[fingerprint] = seen.get(fingerprint, 0) + 1
-        fix = fixes.get(id(finding))
-        results.append(
-            {
-                "ruleId": finding.code,
-                "ruleIndex": rule_index[finding.code],
-                "level": "warning",
-                "message": {"text": finding.message + _cost_note(finding)},
-                "locations": [
-                    {
-                        "physicalLocation": {
-                            "artifactLocation": {"uri": _uri(finding.path)},
-                            "region": {
-                                "startLine": finding.line,
-                                "startColumn": finding.column + 1,
-                                "endLine": finding.end_line,
-                                "endColumn": finding.end_column + 1,
-                            },
-                        }
-                    }
-                ],
-                "partialFingerprints": {"codemodFinding/v1": f"{fingerprint}:{seen[fingerprint]}"},
-                "properties": {
-                    "fixSafety": finding.fix_safety.value,
-                    "frequency": finding.cost.frequency.name.lower() if finding.cost else None,
-                    "pattern": finding.pattern,
-                },
-                **({"fixes": [fix]} if fix else {}),
-            }
-        )
-    document = {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "diffusers-codemod",
-                        "version": __version__,
-                        "informationUri": TOOL_URL,
-                        "rules": [_sarif_rule(rule) for rule in rules],
-                    }
-                },
-                "results": results,
-                "invocations": [
-                    {
-                        "executionSuccessful": not result.errors,
-                        "toolExecutionNotifications": [
-                            {
-                                "level": "error",
-                                "message": {"text": error.message},
-                                "locations": [
-                                    {"physicalLocation": {"artifactLocation": {"uri": display_path(error.path)}}}
-                                ],
-                            }
-                            for error in result.errors
-                        ],
-                    }
-                ],
-            }
-        ],
-    }
-    return json.dumps(document, indent=2)
-
-
-def _uri(path: str) -> str:
-    return display_path(path).replace(os.sep, "/")
-
-
-def _sarif_rule(rule: Any) -> dict[str, Any]:
-    from codemods.output.rule_docs import docs_url, explain_text
-
-    help_text = explain_text(rule.code)  # what `codemod explain CODE` prints
-    return {
-        "id": rule.code,
-        "name": rule.name,
-        "shortDescription": {"text": rule.summary},
-        "fullDescription": {"text": rule.summary},
-        "help": {"text": help_text, "markdown": help_text},
-        "helpUri": docs_url(rule.code),
-        "defaultConfiguration": {"level": "warning"},
-        "properties": {"fixSafety": rule.fix_label(), "tags": ["performance"]},
-    }
-
-
-def _fingerprint(finding: Finding) -> str:
-    # Stable across unrelated edits in the file (no line number); repeats are told apart by their order.
-    key = f"{finding.code}|{display_path(finding.path)}|{finding.message}"
-    return hashlib.sha256(key.encode()).hexdigest()[:32]

@@ -20,9 +20,9 @@ import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from codemods.lines import split_lines
 from codemods.project.facts import CopyBlock, FileFacts
 from codemods.project.index import ProjectIndex
-from codemods.source import split_lines
 
 _COPY_COMMENT = re.compile(r"^(\s*)#\s*Copied from\s+diffusers\.(\S+\.\S+)\s*($|\S.*$)")
 _REPLACEMENT = re.compile(r"^\s*(\S+)->(\S+)(\s+.*|$)")

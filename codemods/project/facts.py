@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from codemods.source import LineIndex, statements
+from codemods.lines import LineIndex
+from codemods.source import statements
 
 _COPIED_FROM = re.compile(r"^([ \t]*)#[ \t]*Copied from[ \t]+diffusers\.(\S+\.\S+)[ \t]*($|\S.*$)", re.MULTILINE)
 

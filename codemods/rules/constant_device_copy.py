@@ -4,14 +4,14 @@ import ast
 import re
 from collections.abc import Iterator
 
-from codemods.analysis.models.attributes import class_attributes, module_lineage
+from codemods.analysis.models.attributes import lineage_attributes
 from codemods.analysis.models.hot_paths import hot_paths
 from codemods.analysis.models.tensor_lists import listed_attribute, table_lists
 from codemods.analysis.values.constant_tensors import constant_tensor
-from codemods.analysis.values.device_moves import DeviceMove, Site, device_move
+from codemods.analysis.values.device_moves import Site, device_move
 from codemods.analysis.values.enclosing import method_owner, module_functions
 from codemods.edits.getters.lists import plan_list_getter
-from codemods.edits.getters.plan import GetterPlan, plan_getter
+from codemods.edits.getters.plan import GetterPlan, plan_getter, why_not_cached
 from codemods.edits.getters.rewrites import DeviceGetterEdits
 from codemods.edits.getters.stores import is_store
 from codemods.edits.getters.stores import stored_only as stored_only_attributes
@@ -171,7 +171,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
                     f"`{shortened(source.segment(site.call))}` in `{site.method.name}` copies an element of "
                     f"`self.{site.attribute}`, a list of tensors {kind}, to the device on every call; cache it per device"
                 )
-                reason = table.changed or _why_not(site.attribute, site.move, None)
+                reason = table.changed or why_not_cached(site.attribute, site.move, None)
                 if reason is None and not isinstance(plan, GetterPlan):
                     reason = plan
                 fix = None if reason is not None else self.fix(plan.description, *plan.edits, imports=plan.imports)
@@ -180,17 +180,10 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     def _check_class(
         self, source: SourceFile, tree: TreeInfo, cls: ast.ClassDef, sites: list[Site], classes: dict[str, ast.ClassDef]
     ) -> Iterator[Finding]:
-        lineage = module_lineage(cls, classes)
-        if lineage is None:  # not provably an nn.Module, or a base elsewhere may register these names
+        attributes = lineage_attributes(source, cls, classes)
+        if attributes is None:  # not provably an nn.Module, or a base elsewhere may register these names
             return
-        functions = source.memo("module_functions", lambda: module_functions(source.tree))
-        attributes = [
-            source.memo(f"class_attributes:{id(c)}", lambda c=c: class_attributes(c, functions, source))
-            for c in lineage
-        ]
         own = attributes[0]
-        if any(a.dynamic_registration for a in attributes):
-            return
         registered = frozenset().union(*(a.registered for a in attributes))
         sites = [
             s
@@ -224,7 +217,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
                 "stored tensor and recompiles when it changes, and offloading hooks never move it back; cache it "
                 "per device instead"
             )
-        reason = _why_not(site.attribute, site.move, changed_at)
+        reason = why_not_cached(site.attribute, site.move, changed_at)
         if reason is None and not isinstance(plan, GetterPlan):
             reason = plan
         fix = None
@@ -299,14 +292,3 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
             "    def forward(self, x):\n        return x - torch.tensor([0.5, 0.25]).to(x.device)\n",
         ),
     )
-
-
-def _why_not(attribute: str, move: DeviceMove, changed_at: int | None) -> str | None:
-    if changed_at is not None:
-        return f"`self.{attribute}` is reassigned or changed in place outside `__init__` (line {changed_at})"
-    if move.dtype is not None:
-        kind = "a constant" if move.constant_dtype else "a runtime"
-        return f"the call also casts to {kind} dtype; a per-device cache would need the dtype in its key"
-    if move.options:
-        return f"the call passes `{'`, `'.join(move.options)}`; only plain device moves are cached"
-    return None

@@ -10,7 +10,7 @@ from codemods.analysis.models.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.placement.class_places import PLACEMENT_UNKNOWN, places_at, traced_places_at
 from codemods.analysis.placement.host_built import VALUE_READS, fill_value, host_built
 from codemods.analysis.placement.host_reads import HostRead, host_reads
-from codemods.analysis.placement.host_value_uses import no_local_remedy, path_to
+from codemods.analysis.placement.host_value_uses import host_read_message, path_to
 from codemods.analysis.placement.mask_guards import empty_mask_guard
 from codemods.analysis.schedules.precomputed_schedule import PRECOMPUTED, is_first_element_item, schedule_replay
 from codemods.analysis.schedules.scheduler_lookups import every_call_lookup
@@ -26,29 +26,6 @@ if TYPE_CHECKING:
     import libcst
 
 _PRECOMPUTE_COMMENT = "# The normalized timesteps, read to the host once instead of every step"
-
-# What each kind of read costs, and the known way around it.
-_WHAT = {
-    "item": ("`{expr}` copies a device value to the host", "keep it a tensor, or read it {once}"),
-    "tolist": ("`{expr}` copies a device tensor to the host", "keep it on the device, or read it {once}"),
-    "numpy": ("`{expr}` copies a device tensor to the host", "keep it on the device, or convert it {once}"),
-    "cpu": ("`{expr}` copies a device tensor to the host", "keep it on the device, or copy it {once}"),
-    "int": ("`{expr}` reads a device tensor on the host", "keep it a tensor, or read a CPU copy made {once}"),
-    "float": ("`{expr}` reads a device tensor on the host", "keep it a tensor, or read a CPU copy made {once}"),
-    "bool": ("`{expr}` reads a device tensor on the host", "use `torch.where`, or decide {once}"),
-    "compare": (
-        "`{expr}` compares a device tensor in Python",
-        "compare a CPU copy made {once}{example}, or use `torch.where`",
-    ),
-    "truth": ("`{expr}` tests a device tensor's truth in Python", "use `torch.where`, or decide {once}"),
-    "minmax": (
-        "`{expr}` compares a device tensor in Python (builtin min/max)",
-        "use `torch.minimum`/`torch.maximum` or `clamp`",
-    ),
-    "nonzero": ("`{expr}` has a data-dependent size", "use `torch.where(mask, a, b)` or keep the mask"),
-    "unique": ("`{expr}` has a data-dependent size", "compute it {once}"),
-    "mask": ("`{expr}` selects a data-dependent number of elements", "use `torch.where(mask, x, 0)` or keep the mask"),
-}
 
 
 class HostSyncInHotPath(Rule):
@@ -155,7 +132,7 @@ class HostSyncInHotPath(Rule):
                     continue
                 seen.add(key)
                 chain = [*ancestors, *path_to(node, read.node)]
-                message = _message(source, read, scope, chain)
+                message = host_read_message(source, read, scope, chain)
                 traced = traced_places_at(source, ancestors)
                 operands = (read.operand, node.value) if read.kind == "mask" else (read.operand,)  # type: ignore[attr-defined]
                 placement = Placement.DEVICE if traced and all(traced.is_device(o) for o in operands) else Placement.UNKNOWN
@@ -286,21 +263,3 @@ class HostSyncInHotPath(Rule):
             "        return x.max().item()\n"
         ),
     )
-
-
-def _message(source: SourceFile, read: HostRead, scope: ast.AST, chain: list[ast.AST]) -> str:
-    what, remedy = _WHAT[read.kind]
-    remedy = no_local_remedy(read.kind, chain) or remedy
-    expression = shortened(source.segment(read.node) if read.kind != "truth" else source.segment(read.operand))
-    operand = shortened(source.segment(read.operand))
-    if isinstance(scope, STEP_LOOPS):
-        when, once = "every denoising step", "once before the loop"
-    else:
-        when = f"every call of `{scope.name}`"  # type: ignore[attr-defined]
-        once = "once, outside the per-call code"
-    subject = what.format(expr=expression)
-    if read.kind in ("compare", "minmax", "mask", "truth") and operand != expression:
-        subject += f" (`{operand}` is on the device)"
-    schedule_value = operand == "t" or "timestep" in operand or "sigma" in operand
-    example = " (e.g. of the timesteps)" if schedule_value else ""
-    return f"{subject}: the host waits for the device {when}; {remedy.format(once=once, example=example)}"

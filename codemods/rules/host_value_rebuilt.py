@@ -11,6 +11,7 @@ from codemods.analysis.models.model_call_loops import host_data_per_denoiser_pas
 from codemods.analysis.placement.class_places import PLACEMENT_UNKNOWN, places_at, traced_places_at
 from codemods.analysis.placement.factory_moves import (
     device_values,
+    host_built_move,
     is_empty_data,
     is_move,
     move_target,
@@ -23,19 +24,16 @@ from codemods.analysis.placement.host_factories import (
     FROM_DATA,
     RANGE_FACTORIES,
     ROUNDING_FACTORIES,
-    device_at,
-    device_meeting,
     exact,
-    factory_name,
-    host_factory,
     keyword,
+    met_on_device,
 )
 from codemods.analysis.placement.place import Place
-from codemods.edits.call_layout import add_keyword_argument, argument_layout
+from codemods.edits.call_layout import add_keyword_argument, device_keyword_fix
 from codemods.edits.getters.builds import cached_build
 from codemods.edits.getters.plan import GetterPlan
 from codemods.edits.getters.rewrites import DeviceGetterEdits
-from codemods.findings import Edit, Finding, Fix, FixSafety, Placement
+from codemods.findings import Finding, FixSafety, Placement
 from codemods.lazy import libcst as cst
 from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule
@@ -152,14 +150,9 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
     def _moved_host_value(self, source: SourceFile, move: ast.Call, ancestors: Ancestors, hot) -> Finding | None:
         """`emb = torch.exp(exponent).to(device=t.device)` with `exponent` from `torch.arange(...)`: built on the
         host from a factory, copied every call (the factory-then-`.to` form itself is handled apart)."""
-        receiver = move.func.value  # type: ignore[attr-defined]
         scope = hot.hot_scope(ancestors, move)
-        if scope is None or factory_name(receiver) is not None:
-            return None
-        places = places_at(source, ancestors)
-        if places is None or places.place(move) is not Place.DEVICE or places.place(receiver) is not Place.HOST:
-            return None
-        factory = host_factory(receiver, places, 0)
+        places = places_at(source, ancestors) if scope is not None else None
+        factory = host_built_move(move, places) if places is not None else None
         if factory is None:
             return None
         when = "every denoising step" if isinstance(scope, STEP_LOOPS) else f"every call of `{scope.name}`"
@@ -221,21 +214,18 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
     def _met_on_device(self, source, tree, call, ancestors, factory, places: FunctionPlaces, when) -> Finding | None:
         """`scales = torch.logspace(-1, 0, n)` then `mid_block_res_sample *= scales[-1]`: created on the host,
         combined with device tensors (ControlNet's guess mode before diffusers #3313)."""
-        function = places.function
-        if factory not in RANGE_FACTORIES | ROUNDING_FACTORIES or isinstance(function, ast.Lambda):
+        met = met_on_device(call, factory, places)
+        if met is None:
             return None
-        meeting = device_meeting(call, function, places)
-        if meeting is None:
-            return None
+        meeting, target = met
         text = shortened(source.segment(call))
-        target = device_at(call, meeting, function, places)
         message = (
             f"`{text}` is created on the host {when} and then combined with device tensors "
             f"(`{shortened(source.segment(meeting))}`, line {meeting.lineno}): each use crosses from the host, and "
             f"`torch.compile` keeps it out of the graph as a CPU input; create it there: `device={target or '...'}`"
         )
         if target is None:
-            reason = f"no tensor parameter of `{function.name}` names the device at line {call.lineno}; add it by hand"
+            reason = f"no tensor parameter of `{places.function.name}` names the device at line {call.lineno}; add it by hand"
             return self.finding(source, call, message, not_fixed_reason=reason)
         return self._created_on_device(source, tree, call, ancestors, call, message, target, factory)
 
@@ -243,18 +233,11 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
         self, source, tree, call: ast.Call, ancestors, anchor: ast.Call, message: str, device: str, factory: str
     ) -> Finding:
         """The finding on `anchor` (the factory, or the `.to()` that moves it), fixed by `device=` on the factory."""
-        statement = next(n for n in reversed(ancestors) if isinstance(n, ast.stmt))
-        rest = source.lines[(anchor.end_lineno or anchor.lineno) - 1][source.span(anchor).end_column :]
-        added = f"device={device}"
-        layout = argument_layout(source, call, added, tree.line_length, statement, "", rest)
-        if layout is None:
-            return self.finding(source, anchor, message, not_fixed_reason="the line must be re-wrapped; fix by hand")
         safety = FixSafety.SAFE if exact(call, factory) else FixSafety.UNSAFE
-        moved = anchor is not call
-        op = "create_on_device" if moved else "add_device"
-        edit = Edit(source.ref(anchor, "Call"), op, (*layout, ("device", device)))
-        description = f"create the tensor with `{added}`" + (" instead of moving it" if moved else "")
-        return self.finding(source, anchor, message, Fix(safety, description, (edit,)))
+        fix = device_keyword_fix(source, call, anchor, ancestors, device, tree.line_length, safety)
+        if fix is None:
+            return self.finding(source, anchor, message, not_fixed_reason="the line must be re-wrapped; fix by hand")
+        return self.finding(source, anchor, message, fix)
 
     def edit_add_device(self, node: libcst.Call, wrap: str, indent: str, device: str) -> libcst.Call:
         return add_keyword_argument(node, "device", cst.parse_expression(device), wrap=wrap, indent=indent)

@@ -15,16 +15,13 @@ from codemods.analysis.schedules.sigma_consumers import (
     consumers_verdict,
     sigma_consumers,
 )
-from codemods.analysis.schedules.sigma_flow import SigmaFlowAnalysis, SigmaUse
 from codemods.analysis.schedules.sigma_setter import (
     Move,
     anchor,
-    describe,
     discarded_moves,
-    final_assignment,
+    left_on_device_message,
     may_be_on_device,
-    reads_sigmas,
-    self_sigmas,
+    sigmas_left_on_device,
     why_no_fix,
 )
 from codemods.findings import Cost, Edit, Finding, Fix, FixSafety, Frequency
@@ -37,7 +34,6 @@ if TYPE_CHECKING:
     import libcst
 
 _MOVE = 'self.sigmas = self.sigmas.to("cpu")  # to avoid too much CPU/GPU communication\n'
-_SETTER = "set_timesteps"
 
 
 class SchedulerSigmasOnDevice(Rule):
@@ -136,27 +132,15 @@ class SchedulerSigmasOnDevice(Rule):
         self, source: SourceFile, cls: ast.ClassDef, places: ClassPlaces, hot, discarded: list[Move]
     ) -> tuple[Finding | None, DiscardedConversion | None]:
         """The sigmas `set_timesteps` leaves on the device, and the discarded move that meant to keep them on the CPU."""
-        setter = places.methods.get(_SETTER)
-        if setter is None or not places.may_exit_on_device(setter, "sigmas"):
+        left = sigmas_left_on_device(cls, places, hot, discarded)
+        if left is None:
             return None, None
-        assignment = final_assignment(setter)
-        bare = next(
-            (
-                m
-                for method, m in discarded
-                if method is setter and m.statement in setter.body and m.statement.lineno > assignment.lineno
-            ),
-            None,
-        )
-        users = [
-            m for m in places.methods.values() if m not in (setter, places.methods.get("__init__")) and reads_sigmas(m)
-        ]
-        flow = SigmaFlowAnalysis(cls, self_sigmas, hot.hot_function, places.function).run([m.name for m in users])
+        setter, assignment, bare, flow = left.setter, left.assignment, left.bare, left.flow
         if not flow.host_reads and bare is None:
             return None, None  # nothing reads them on the host: on the device they cost nothing per step
         needs = [u for u in flow.device_needs if not u.per_call_move]
         copies = [u for u in flow.device_needs if u.per_call_move]
-        message = _message(source, assignment, bare, flow.host_reads, copies)
+        message = left_on_device_message(source, assignment, bare, flow.host_reads, copies)
         blocker = why_no_fix(setter, needs)
         if not flow.host_reads and copies:
             # Nothing to win per step; `add_noise` & co. would copy CPU sigmas on every call (see the Evidence).
@@ -295,26 +279,3 @@ class SchedulerSigmasOnDevice(Rule):
             "        return sample + sigma * model_output if sigma > 0.5 else sample\n",
         ),
     )
-
-
-def _message(
-    source: SourceFile,
-    assignment: ast.stmt,
-    bare: DiscardedConversion | None,
-    reads: list[SigmaUse],
-    copies: list[SigmaUse],
-) -> str:
-    where = f"`{_SETTER}` leaves `self.sigmas` on the device (line {assignment.lineno})"
-    if bare is not None:
-        where = f"`{source.segment(bare.call)}` throws its result away (`Tensor.to` is not in place), so " + where
-    if reads:
-        where += f" and the per-step code reads them on the host, a sync every step: {describe(reads)}"
-    else:
-        where += "; nothing per step reads them on the host"
-    message = where + '; keep them on the CPU (`self.sigmas = self.sigmas.to("cpu")`)'
-    if copies and reads:
-        message += (
-            f"; line {copies[0].line} (`{copies[0].text}`) then copies them to the device on each call, once per "
-            "generation in most pipelines and once per step in inpainting: fewer than the syncs removed"
-        )
-    return message

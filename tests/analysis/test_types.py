@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from codemods.analysis.values.types import LocalTypes, attribute_types, element_types
+from codemods.analysis.values.element_types import element_types
+from codemods.analysis.values.types import LocalTypes, attribute_types
 
 
 def _class(code: str) -> ast.ClassDef:

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from bot.github.dashboard.census_table import census_section
 from bot.github.dashboard.layout import Section, fit
 from bot.github.dashboard.ticks import DASHBOARD_MARKER, IGNORE, OPEN_NOW, Ticks, checkbox, findings_key
 from bot.github.pulls import KnownPull
 from bot.groups import FixGroup, ReportOnly
 from bot.summary import GroupOutcome, Outcome, PullOutcome
-from bot.verify.reporting.census_summary import number, parity_text, syncs_removed, top_by_syncs_removed
 from codemods import __version__
 from codemods.output.rule_docs import TOOL_URL, docs_url, why_line
 from codemods.rules import rule_class
@@ -77,7 +77,7 @@ def render(content: DashboardContent) -> str:
         _no_longer_needed(content),
         *_report_only(content),
         _ignored(content, by_id),
-        _census(content),
+        census_section(content.census, content.census_url),
     ]
     return fit(_header(content), sections, _footer())
 
@@ -275,42 +275,6 @@ def _ignored(content: DashboardContent, by_id: dict[str, FixGroup]) -> Section:
         items.append(checkbox(label, IGNORE, key, True))
     intro = ["Untick a box to bring it back in the next run."] if items else []
     return Section(f"## Ignored ({len(items)})", items, intro=intro, empty="None.", can_cut=False)
-
-
-def _census(content: DashboardContent) -> Section:
-    page = (
-        f"[The latest census page]({content.census_url}) (a workflow artifact: one self-contained HTML file)."
-        if content.census_url
-        else "No census page in this run (`codemod verify src/diffusers --html census.html` makes one)."
-    )
-    top = top_by_syncs_removed(content.census)
-    intro = [page]
-    if top:
-        intro += [
-            "",
-            f"Top {len(top)} target(s) by syncs removed per unit:",
-            "",
-            "| target | rules | per | syncs | removed | H2D | D2H | max abs diff | verdict |",
-            "|---|---|---|---|---|---|---|---|---|",
-            *(_census_row(target) for target in top),
-        ]
-    return Section("## Sync census", [], intro=intro)
-
-
-def _census_row(target: dict[str, Any]) -> str:
-    before, after = target["before"], target["after"]
-    cells = [
-        f"`{target['target']}`",
-        ", ".join(target.get("rules", [])),
-        target.get("unit") or "–",
-        f"{number(before['sync'])} → {number(after['sync'])}",
-        f"**{number(syncs_removed(target))}**",
-        f"{number(before['h2d'])} → {number(after['h2d'])}",
-        f"{number(before['d2h'])} → {number(after['d2h'])}",
-        parity_text(target.get("parity")),
-        target["verdict"],
-    ]
-    return "| " + " | ".join(cells) + " |"
 
 
 def _spans(group: FixGroup | None) -> list[tuple[str, int, int]]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from codemods.analysis.values.enclosing import module_functions
 from codemods.source import SourceFile, dotted_name, self_attribute, statements, walk
 
 # torch.* calls that do not return a tensor.
@@ -156,6 +157,24 @@ def module_lineage(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> list[
             elif not name.endswith("Mixin") and name != "object":
                 return None
     return lineage if is_module else None
+
+
+def lineage_attributes(
+    source: SourceFile, cls: ast.ClassDef, classes: dict[str, ast.ClassDef]
+) -> list[ClassAttributes] | None:
+    """What `cls` and each base of it in this file keep on `self` (`cls`'s first), computed once per class.
+
+    None when `cls` is not provably an `nn.Module`, when a base defined elsewhere may register these names
+    (`module_lineage`), or when one of them registers names it computes.
+    """
+    lineage = module_lineage(cls, classes)
+    if lineage is None:
+        return None
+    functions = source.memo("module_functions", lambda: module_functions(source.tree))
+    attributes = [
+        source.memo(f"class_attributes:{id(c)}", lambda c=c: class_attributes(c, functions, source)) for c in lineage
+    ]
+    return None if any(a.dynamic_registration for a in attributes) else attributes
 
 
 def is_tensor_expression(

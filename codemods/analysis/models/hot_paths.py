@@ -14,7 +14,7 @@ Hot:
 Each hot function also records what makes it hot (`HotPaths.entries`): a denoising loop or a scheduler's
 step (`STEP`), an attention processor or backend (`ATTENTION`), or the classes whose `forward` reaches it,
 which only the tree's pipelines can place (codemods/analysis/models/frequency.py).
-Cold, even inside hot code:
+Cold, even inside hot code (the branches are told apart in cold_branches.py):
 - `__init__`, and methods reached only from it;
 - methods already cached (`lru_cache_unless_export`, `functools.lru_cache`/`cache`): their body
   runs once per key, not per call;
@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from codemods.analysis.models.cold_branches import OTHER_BACKENDS, in_cold_branch
 from codemods.analysis.models.loop_arguments import is_scheduler_step
 from codemods.source import Ancestors, SourceFile, child_nodes, dotted_name, statements
 
@@ -38,14 +39,10 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 STEP_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 _CACHING_DECORATORS = {"lru_cache_unless_export", "lru_cache", "cache", "cached_property"}
-_EXPORT_ONLY = {"is_exporting", "is_tracing", "is_scripting"}
 _HOT_ENTRY_METHODS = {"forward"}
 _MODULE_BASES = ("Module", "ModelMixin")
 _SCHEDULER_ENTRY_METHODS = {"step", "scale_model_input"}
 _PROCESSOR_ENTRY_METHODS = {"__call__"}
-_STEP_INDEX = {"step_index", "_step_index"}
-_OTHER_BACKENDS = {"mps", "npu", "xla", "xpu", "cpu", "hpu", "musa"}
-_OTHER_BACKEND_FLAGS = {"XLA_AVAILABLE", "is_torch_xla_available", "is_torch_npu_available", "is_mps"}
 
 
 def is_cached(function: Function) -> bool:
@@ -94,7 +91,7 @@ def _is_attention_backend(function: Function) -> bool:
         ):
             name = (dotted_name(decorator.args[0]) or "") if decorator.args else ""
             words = set(name.rsplit(".", 1)[-1].lower().split("_"))
-            return not words & _OTHER_BACKENDS
+            return not words & OTHER_BACKENDS
     return False
 
 
@@ -137,7 +134,7 @@ class HotPaths:
         for position in range(len(chain) - 1, -1, -1):
             current = chain[position]
             child = chain[position + 1] if position + 1 < len(chain) else None
-            if isinstance(current, ast.If) and child is not None and _in_cold_branch(current, child):
+            if isinstance(current, ast.If) and child is not None and in_cold_branch(current, child):
                 return None
             if id(current) in self.loops and any(child is statement for statement in current.body):
                 return current
@@ -234,73 +231,7 @@ def _hot_nodes(body: list[ast.stmt]):
         yield node
         if isinstance(node, ast.If):
             stack.append(node.test)
-            stack.extend(s for s in node.body if not _in_cold_branch(node, s))
-            stack.extend(s for s in node.orelse if not _in_cold_branch(node, s))
+            stack.extend(s for s in node.body if not in_cold_branch(node, s))
+            stack.extend(s for s in node.orelse if not in_cold_branch(node, s))
         elif not isinstance(node, _SCOPES):
             stack.extend(child_nodes(node))
-
-
-def _in_cold_branch(branch: ast.If, child: ast.AST) -> bool:
-    in_body = any(child is statement for statement in branch.body)
-    in_orelse = any(child is statement for statement in branch.orelse)
-    kind = _branch_kind(branch.test)
-    if kind == "tensor":  # `if torch.is_tensor(t):` -> the else branch handles Python numbers
-        return in_orelse
-    if kind == "not tensor":
-        return in_body
-    if kind in ("export", "first step", "other backend"):
-        return in_body
-    return False
-
-
-def _branch_kind(test: ast.expr) -> str | None:
-    if _is_first_step_test(test):
-        return "first step"
-    if is_other_backend_test(test):
-        return "other backend"
-    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-    inner = test.operand if negated else test
-    if isinstance(inner, ast.Call):
-        name = (dotted_name(inner.func) or "").rsplit(".", 1)[-1]
-        if name == "is_tensor" or (name == "isinstance" and _mentions_tensor_type(inner)):
-            return "not tensor" if negated else "tensor"
-        if name in _EXPORT_ONLY and not negated:
-            return "export"
-    return None
-
-
-def _is_first_step_test(test: ast.expr) -> bool:
-    """`self.step_index is None` (alone or first in an `or`): true once per generation."""
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return all(_is_first_step_test(value) for value in test.values)
-    return (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Is)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-        and isinstance(test.left, ast.Attribute)
-        and test.left.attr in _STEP_INDEX
-        and isinstance(test.left.value, ast.Name)
-        and test.left.value.id == "self"
-    )
-
-
-def is_other_backend_test(test: ast.expr) -> bool:
-    """`if x.device.type == "mps":`, `in {"mps", "npu"}`, `if XLA_AVAILABLE:`: a path CUDA never takes."""
-    name = dotted_name(test.func if isinstance(test, ast.Call) else test) or ""
-    if name.rsplit(".", 1)[-1] in _OTHER_BACKEND_FLAGS:
-        return True
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq | ast.In)):
-        return False
-    if not (isinstance(test.left, ast.Attribute) and test.left.attr == "type"):
-        return False
-    right = test.comparators[0]
-    values = right.elts if isinstance(right, ast.Set | ast.Tuple | ast.List) else [right]
-    return bool(values) and all(isinstance(v, ast.Constant) and v.value in _OTHER_BACKENDS for v in values)
-
-
-def _mentions_tensor_type(call: ast.Call) -> bool:
-    return len(call.args) == 2 and any(
-        (dotted_name(n) or "").endswith("Tensor") for n in ast.walk(call.args[1])
-    )

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from codemods.analysis.models.hot_paths import is_module_class
-from codemods.analysis.values.types import LocalTypes, Types, attribute_types, element_types
+from codemods.analysis.values.element_types import element_types
+from codemods.analysis.values.types import LocalTypes, Types, attribute_types
 from codemods.source import Ancestors, SourceFile, enclosing, self_attribute
 
 FIELDS = ("sample", "prev_sample")

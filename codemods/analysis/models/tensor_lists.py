@@ -15,7 +15,7 @@ import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from codemods.analysis.models.attributes import ClassAttributes, class_attributes, module_lineage
+from codemods.analysis.models.attributes import ClassAttributes, lineage_attributes
 from codemods.analysis.values.device_moves import Site
 from codemods.source import SourceFile, dotted_name, self_attribute, shortened
 
@@ -150,11 +150,8 @@ def table_lists(
     functions: Mapping[str, ast.AST],
 ) -> list[TableList]:
     """The element moves (`sites`, hot and cold) of each list of tables of the class (see the module docstring)."""
-    lineage = module_lineage(cls, classes)
-    if lineage is None:  # not provably an nn.Module, or a base elsewhere may register these names
-        return []
-    attributes = [class_attributes(c, functions, source) for c in lineage]
-    if any(a.dynamic_registration for a in attributes):
+    attributes = lineage_attributes(source, cls, classes)
+    if attributes is None:  # not provably an nn.Module, or a base elsewhere may register these names
         return []
     own, registered = attributes[0], frozenset().union(*(a.registered for a in attributes))
     methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 from codemods.analysis.placement.function_places import FunctionPlaces
-from codemods.analysis.placement.host_factories import keyword
+from codemods.analysis.placement.host_factories import factory_name, host_factory, keyword
 from codemods.analysis.placement.host_reads import host_reads
 from codemods.analysis.placement.place import Place
 from codemods.source import Ancestors
@@ -55,6 +55,18 @@ def why_no_device_fix(moved: ast.Call, target: ast.expr | None, factory: str) ->
     ):
         return "the `.to()` argument may be a dtype or a tensor as well as a device"
     return None
+
+
+def host_built_move(move: ast.Call, places: FunctionPlaces) -> ast.Call | None:
+    """The torch factory behind `move` when it copies to the device a tensor computed on the host from that
+    factory (`torch.exp(torch.arange(...)).to(device)`); None when `move`'s receiver is the factory itself
+    (the factory-then-`.to` form, which `moved_by` answers)."""
+    receiver = move.func.value  # type: ignore[attr-defined]
+    if factory_name(receiver) is not None:
+        return None
+    if places.place(move) is not Place.DEVICE or places.place(receiver) is not Place.HOST:
+        return None
+    return host_factory(receiver, places, 0)
 
 
 def device_values(call: ast.Call, places: FunctionPlaces) -> ast.expr | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from codemods.analysis.models.hot_paths import is_other_backend_test
+from codemods.analysis.models.cold_branches import is_other_backend_test
 from codemods.analysis.models.loop_arguments import is_scheduler_step
 from codemods.analysis.placement.call_places import call_place, splits
 from codemods.analysis.placement.device_places import device_place, may_be_on_device, set_timesteps_place

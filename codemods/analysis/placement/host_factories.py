@@ -125,3 +125,16 @@ def _defaults(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[as
     positional = [*function.args.posonlyargs, *function.args.args]
     defaults = [None] * (len(positional) - len(function.args.defaults)) + list(function.args.defaults)
     return [*zip(positional, defaults), *zip(function.args.kwonlyargs, function.args.kw_defaults)]
+
+
+def met_on_device(call: ast.Call, factory: str, places: FunctionPlaces) -> tuple[ast.AST, str | None] | None:
+    """Where the host tensor a range or rounding `factory` builds (`call`) is first combined with device
+    tensors (`x *= scales[-1]`), and a device to create it on there (None: no name holds one); None when it
+    is no such factory, or never meets a device tensor."""
+    function = places.function
+    if factory not in RANGE_FACTORIES | ROUNDING_FACTORIES or isinstance(function, ast.Lambda):
+        return None
+    meeting = device_meeting(call, function, places)
+    if meeting is None:
+        return None
+    return meeting, device_at(call, meeting, function, places)

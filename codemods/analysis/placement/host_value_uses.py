@@ -4,14 +4,16 @@
 a reorder (`torch.cat([x[mask], x[~mask]])`) or a gather needs the selected elements themselves, whose number
 is a size. "Keep it a tensor" fits a value used in arithmetic, not one used as a size, a shape or an index
 (`frames, height, width = grid[0].tolist()`, then `x.view(frames, height, width)`): those must be Python numbers.
-Where neither fits, the finding says what the read costs and why no local rewrite removes it.
+Where neither fits, the finding says what the read costs and why no local rewrite removes it (`host_read_message`).
 """
 
 from __future__ import annotations
 
 import ast
 
-from codemods.source import dotted_name, walk
+from codemods.analysis.models.hot_paths import STEP_LOOPS
+from codemods.analysis.placement.host_reads import HostRead
+from codemods.source import SourceFile, dotted_name, shortened, walk
 
 _REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "norm", "any", "all", "prod", "std", "var", "count_nonzero"}
 _SIZE_TAKERS = {
@@ -20,6 +22,29 @@ _SIZE_TAKERS = {
     "interpolate", "pad", "chunk", "tensor_split", "unsqueeze", "squeeze", "flatten", "permute", "transpose",
 }  # fmt: skip
 
+
+# What each kind of read costs, and the known way around it.
+_READ_COSTS = {
+    "item": ("`{expr}` copies a device value to the host", "keep it a tensor, or read it {once}"),
+    "tolist": ("`{expr}` copies a device tensor to the host", "keep it on the device, or read it {once}"),
+    "numpy": ("`{expr}` copies a device tensor to the host", "keep it on the device, or convert it {once}"),
+    "cpu": ("`{expr}` copies a device tensor to the host", "keep it on the device, or copy it {once}"),
+    "int": ("`{expr}` reads a device tensor on the host", "keep it a tensor, or read a CPU copy made {once}"),
+    "float": ("`{expr}` reads a device tensor on the host", "keep it a tensor, or read a CPU copy made {once}"),
+    "bool": ("`{expr}` reads a device tensor on the host", "use `torch.where`, or decide {once}"),
+    "compare": (
+        "`{expr}` compares a device tensor in Python",
+        "compare a CPU copy made {once}{example}, or use `torch.where`",
+    ),
+    "truth": ("`{expr}` tests a device tensor's truth in Python", "use `torch.where`, or decide {once}"),
+    "minmax": (
+        "`{expr}` compares a device tensor in Python (builtin min/max)",
+        "use `torch.minimum`/`torch.maximum` or `clamp`",
+    ),
+    "nonzero": ("`{expr}` has a data-dependent size", "use `torch.where(mask, a, b)` or keep the mask"),
+    "unique": ("`{expr}` has a data-dependent size", "compute it {once}"),
+    "mask": ("`{expr}` selects a data-dependent number of elements", "use `torch.where(mask, x, 0)` or keep the mask"),
+}
 
 # Reads whose value may become a size (and then cannot "stay a tensor").
 _SIZE_READS = {"item", "tolist", "int", "cpu", "numpy"}
@@ -107,3 +132,22 @@ def _size_position(node: ast.AST, child: ast.AST) -> bool:
     if isinstance(node, ast.Call) and child is not node.func:
         return (dotted_name(node.func) or getattr(node.func, "attr", "")).rsplit(".", 1)[-1] in _SIZE_TAKERS
     return isinstance(node, ast.Slice)
+
+
+def host_read_message(source: SourceFile, read: HostRead, scope: ast.AST, chain: list[ast.AST]) -> str:
+    """What `read` costs in the hot `scope` (a denoising loop or a function), and the remedy that fits its use."""
+    what, remedy = _READ_COSTS[read.kind]
+    remedy = no_local_remedy(read.kind, chain) or remedy
+    expression = shortened(source.segment(read.node) if read.kind != "truth" else source.segment(read.operand))
+    operand = shortened(source.segment(read.operand))
+    if isinstance(scope, STEP_LOOPS):
+        when, once = "every denoising step", "once before the loop"
+    else:
+        when = f"every call of `{scope.name}`"  # type: ignore[attr-defined]
+        once = "once, outside the per-call code"
+    subject = what.format(expr=expression)
+    if read.kind in ("compare", "minmax", "mask", "truth") and operand != expression:
+        subject += f" (`{operand}` is on the device)"
+    schedule_value = operand == "t" or "timestep" in operand or "sigma" in operand
+    example = " (e.g. of the timesteps)" if schedule_value else ""
+    return f"{subject}: the host waits for the device {when}; {remedy.format(once=once, example=example)}"

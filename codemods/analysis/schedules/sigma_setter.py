@@ -1,5 +1,6 @@
 """What a scheduler's `set_timesteps` does with `self.sigmas`: where it assigns them last, where a
-move to the CPU could go, and the moves written without their assignment (`self.sigmas.to("cpu")`).
+move to the CPU could go, the moves written without their assignment (`self.sigmas.to("cpu")`), and
+what it leaves on the device for the other methods to read (`sigmas_left_on_device`, and DIF002's message).
 
 The statement-level half of DIF002 (`codemods.rules.scheduler_sigmas_on_device`); how the
 sigmas are used per step is `codemods.analysis.schedules.sigma_flow`'s.
@@ -8,15 +9,18 @@ sigmas are used per step is `codemods.analysis.schedules.sigma_flow`'s.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
+from codemods.analysis.models.hot_paths import HotPaths
 from codemods.analysis.placement.class_places import ClassPlaces, attribute_assignments
 from codemods.analysis.placement.discarded_results import DiscardedConversion, discarded_conversions
 from codemods.analysis.placement.place import Place
-from codemods.analysis.schedules.sigma_flow import SigmaUse
+from codemods.analysis.schedules.sigma_flow import SigmaFlow, SigmaFlowAnalysis, SigmaUse
 from codemods.analysis.schedules.sigma_taint import Taint
 from codemods.analysis.values.device_moves import device_move
-from codemods.source import dotted_name
+from codemods.source import SourceFile, dotted_name
 
+_SETTER = "set_timesteps"
 # What the scheduler's siblings reset just before keeping their sigmas on the CPU.
 _RESETS = {"_step_index", "_begin_index"}
 
@@ -46,6 +50,39 @@ def discarded_moves(places: ClassPlaces) -> list[Move]:
             if to_cpu:
                 found.append((method, conversion))
     return found
+
+
+@dataclass(frozen=True)
+class SigmasLeftOnDevice:
+    """The sigmas `set_timesteps` (`setter`) may leave on the device, and how the other methods use them."""
+
+    setter: ast.FunctionDef
+    assignment: ast.stmt  # its last assignment of `self.sigmas`
+    bare: DiscardedConversion | None  # a move after it that throws its result away (`self.sigmas.to("cpu")`)
+    flow: SigmaFlow  # how the methods that read them (but `__init__`) use them, per step or per call
+
+
+def sigmas_left_on_device(
+    cls: ast.ClassDef, places: ClassPlaces, hot: HotPaths, discarded: list[Move]
+) -> SigmasLeftOnDevice | None:
+    """What `set_timesteps` leaves on the device (None: it has none, or its sigmas end on the CPU)."""
+    setter = places.methods.get(_SETTER)
+    if setter is None or not places.may_exit_on_device(setter, "sigmas"):
+        return None
+    assignment = final_assignment(setter)
+    bare = next(
+        (
+            m
+            for method, m in discarded
+            if method is setter and m.statement in setter.body and m.statement.lineno > assignment.lineno
+        ),
+        None,
+    )
+    users = [
+        m for m in places.methods.values() if m not in (setter, places.methods.get("__init__")) and reads_sigmas(m)
+    ]
+    flow = SigmaFlowAnalysis(cls, self_sigmas, hot.hot_function, places.function).run([m.name for m in users])
+    return SigmasLeftOnDevice(setter, assignment, bare, flow)
 
 
 def may_be_on_device(places: ClassPlaces, method: ast.FunctionDef, sigmas: ast.expr) -> bool:
@@ -103,3 +140,28 @@ def why_no_fix(setter: ast.FunctionDef, needs: list[SigmaUse]) -> str | None:
 def describe(uses: list[SigmaUse]) -> str:
     shown = "; ".join(f"`{u.text}` (line {u.line}) {u.why}" for u in uses[:2])
     return shown + (f"; {len(uses) - 2} more" if len(uses) > 2 else "")
+
+
+def left_on_device_message(
+    source: SourceFile,
+    assignment: ast.stmt,
+    bare: DiscardedConversion | None,
+    reads: list[SigmaUse],
+    copies: list[SigmaUse],
+) -> str:
+    """DIF002's message: where the sigmas stay on the device (`assignment`, or a `bare` move after it that does
+    nothing), what per-step code `reads` them on the host, and what would copy them back per call (`copies`)."""
+    where = f"`{_SETTER}` leaves `self.sigmas` on the device (line {assignment.lineno})"
+    if bare is not None:
+        where = f"`{source.segment(bare.call)}` throws its result away (`Tensor.to` is not in place), so " + where
+    if reads:
+        where += f" and the per-step code reads them on the host, a sync every step: {describe(reads)}"
+    else:
+        where += "; nothing per step reads them on the host"
+    message = where + '; keep them on the CPU (`self.sigmas = self.sigmas.to("cpu")`)'
+    if copies and reads:
+        message += (
+            f"; line {copies[0].line} (`{copies[0].text}`) then copies them to the device on each call, once per "
+            "generation in most pipelines and once per step in inpainting: fewer than the syncs removed"
+        )
+    return message

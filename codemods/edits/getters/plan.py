@@ -18,7 +18,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from codemods.analysis.values.device_moves import Site, changed_in_place
+from codemods.analysis.values.device_moves import DeviceMove, Site, changed_in_place
 from codemods.edits.getters.decorator import getter_definition, tuple_spelling
 from codemods.edits.getters.names import (
     device_local,
@@ -51,6 +51,21 @@ _PER_CALL_MOVE = re.compile(
     r"(?P<stale>(?:on[ \t]+)?(?:each|every)[ \t]+(?:call|forward(?:[ \t]+(?:call|pass))?|step)|per[ \t]+call)",
     re.IGNORECASE,
 )
+
+
+def why_not_cached(attribute: str, move: DeviceMove, changed_at: int | None) -> str | None:
+    """Why a per-device getter cannot replace `move` of `self.<attribute>` (None: it can).
+
+    `changed_at`: the line where the attribute is first changed outside `__init__`, if it is.
+    """
+    if changed_at is not None:
+        return f"`self.{attribute}` is reassigned or changed in place outside `__init__` (line {changed_at})"
+    if move.dtype is not None:
+        kind = "a constant" if move.constant_dtype else "a runtime"
+        return f"the call also casts to {kind} dtype; a per-device cache would need the dtype in its key"
+    if move.options:
+        return f"the call passes `{'`, `'.join(move.options)}`; only plain device moves are cached"
+    return None
 
 
 class _Declined(Exception):
