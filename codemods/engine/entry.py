@@ -26,7 +26,7 @@ from codemods.engine.interrupts import InterruptWatch
 from codemods.engine.result_cache import ResultCache
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
 from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
-from codemods.engine.tree_write import PlannedWrite, TreeWrite
+from codemods.engine.tree_write import PlannedWrite, TreeWrite, interrupted_line
 from codemods.engine.worker_pool import in_workers
 from codemods.errors import RunInterrupted, UsageError
 from codemods.findings import FileError, Finding, FixSafety
@@ -75,10 +75,6 @@ def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
     return result
 
 
-def _include_deprecated(options: RunOptions, config: Config) -> bool:
-    return config.include_deprecated if options.include_deprecated is None else options.include_deprecated
-
-
 class _Run:
     def __init__(
         self,
@@ -111,7 +107,7 @@ class _Run:
         self.jobs = options.jobs or os.cpu_count() or 1
         self.pyproject = config.pyproject
         self.frozen: set[str] = set()  # files never changed: findings there are only counted
-        if not _include_deprecated(options, config):
+        if not (config.include_deprecated if options.include_deprecated is None else options.include_deprecated):
             self.frozen = {p for p, root in self.roots.items() if is_deprecated_pipeline(module_name(Path(p), root))}
         self.originals: dict[str, SourceText] = {}  # files a fix touches, as read before fixing
         self.phase = "start"  # where an interrupt found the run
@@ -300,15 +296,5 @@ class _Run:
         return tree_relative(path, self.roots.get(path))
 
     def interrupted_line(self) -> str:
-        """What an interrupt at this point of the run leaves on disk, in one line."""
-        staged = self.tree_write
-        if staged is not None and staged.written:
-            count = len(staged.written)
-            return f"interrupted during the write; it had begun, so it was finished: all {count} rewritten file(s) written"
-        if staged is not None and staged.committing:  # a rename failed and the renamed files were put back
-            return "interrupted as a failed write was undone; nothing written, the tree is as it was"
-        if staged is not None:
-            count = len(staged.planned)
-            return f"interrupted while staging {count} rewritten file(s); nothing written, the tree is as it was"
-        return f"interrupted in the {self.phase} phase; nothing written, the tree is as it was"
+        return interrupted_line(self.tree_write, self.phase)
 

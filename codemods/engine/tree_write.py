@@ -113,3 +113,15 @@ class TreeWrite:
         why = ALL_OR_NOTHING.format(path=self.display(culprit))
         return {write.path: refused.get(write.path, why) for write in self.planned}
 
+
+def interrupted_line(write: TreeWrite | None, phase: str) -> str:
+    """What an interrupt leaves on disk, in one line: `write` is the run's write if it began, `phase` where it was."""
+    if write is not None and write.written:
+        count = len(write.written)
+        return f"interrupted during the write; it had begun, so it was finished: all {count} rewritten file(s) written"
+    if write is not None and write.committing:  # a rename failed and the renamed files were put back
+        return "interrupted as a failed write was undone; nothing written, the tree is as it was"
+    if write is not None:
+        count = len(write.planned)
+        return f"interrupted while staging {count} rewritten file(s); nothing written, the tree is as it was"
+    return f"interrupted in the {phase} phase; nothing written, the tree is as it was"
