@@ -14,7 +14,8 @@ BIN := $(VENV)/bin
 PYPROJECT_HASH := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 STAMP := $(VENV)/.installed-$(PYPROJECT_HASH)
 DEMO_STAMP := $(VENV)/.demo-$(PYPROJECT_HASH)
-# Test processes: one per core (pytest-xdist), each test module on one worker (its module fixtures built once);
+# Test processes: one per core (pytest-xdist), each test module on one worker (its module fixtures built once),
+# the longest modules first (tests/conftest.py's LONGEST_FIRST);
 # PYTEST_WORKERS=0 runs them in one process.
 PYTEST_WORKERS ?= auto
 
@@ -60,7 +61,7 @@ demo: $(DEMO_STAMP)
 	$(BIN)/python -m tools.demo_summary demo
 
 test: install
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # The rule set pyproject.toml pins (tests/test_lint.py runs the same check).
 lint: install

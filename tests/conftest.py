@@ -7,8 +7,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from github_double import github_double_fixture  # noqa: E402,F401  (the `github_double` fixture)
 from installed_trees import DiffusersTrees, build_diffusers_trees  # noqa: E402
+from longest_first import longest_first  # noqa: E402
 from main_like import main_like_fixture  # noqa: E402,F401  (the `main_like` fixture)
 from shared_session import build_once  # noqa: E402
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    longest_first(items)
 
 
 def pytest_addoption(parser):

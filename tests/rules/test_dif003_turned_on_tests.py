@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from cli_runner import codemod
 from installed_trees import copy_installed_diffusers
 
-from codemods.engine.entry import Mode, RunOptions, run
+from codemods.engine.entry import Mode, RunOptions, RunResult, run
 from codemods.project.gated_tests import CheckoutGates
 
 COMPILE_MIXIN = """\
@@ -88,10 +89,18 @@ def _run(checkout: Path, opt_in: tuple[str, ...] = ()):
     return run(RunOptions(paths=(package / SD3, package / PIXART), mode=Mode.WRITE, select=("DIF003",), opt_in=opt_in))
 
 
-def test_a_model_whose_checkout_tests_the_fix_turns_on_is_reported_without_a_fix(tmp_path: Path) -> None:
-    checkout = _checkout(tmp_path)
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, RunResult]:
+    """A run without opt-ins on a fresh checkout: the checkout, SD3's model file before the run, the result."""
+    checkout = _checkout(tmp_path_factory.mktemp("plain-run"))
     before = (checkout / "src" / "diffusers" / SD3).read_text()
-    result = _run(checkout)
+    return checkout, before, _run(checkout)
+
+
+def test_a_model_whose_checkout_tests_the_fix_turns_on_is_reported_without_a_fix(
+    plain_run: tuple[Path, str, RunResult],
+) -> None:
+    checkout, before, result = plain_run
     sd3 = next(f for f in result.findings if f.path.endswith(SD3))
     assert (sd3.fixed, sd3.fix) == (False, None)
     assert f"it turns on tests that never ran for this model ({TURNED_ON})" in sd3.not_fixed_reason
@@ -99,9 +108,10 @@ def test_a_model_whose_checkout_tests_the_fix_turns_on_is_reported_without_a_fix
     assert (checkout / "src" / "diffusers" / SD3).read_text() == before
 
 
-def test_a_model_whose_tests_are_not_gated_on_the_attribute_is_still_fixed(tmp_path: Path) -> None:
-    checkout = _checkout(tmp_path)
-    result = _run(checkout)
+def test_a_model_whose_tests_are_not_gated_on_the_attribute_is_still_fixed(
+    plain_run: tuple[Path, str, RunResult],
+) -> None:
+    _, _, result = plain_run
     assert [Path(path).name for path in result.changes] == ["pixart_transformer_2d.py"]
 
 

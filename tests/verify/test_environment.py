@@ -64,35 +64,6 @@ def test_the_key_changes_with_the_dependency_metadata_and_the_torch_source(main_
     assert environment_key(main_like.checkout, TorchSource(index_url="https://example.invalid/cu128")) != key
 
 
-def _failed_build(tmp_path: Path, setup_arguments: str) -> tuple[Path, str]:
-    """A checkout whose setup.py calls `setup(name="diffusers", <setup_arguments>)`, and its build's error."""
-    checkout = tmp_path / "checkout"
-    (checkout / "src" / "diffusers").mkdir(parents=True)
-    (checkout / "setup.py").write_text(f'from setuptools import setup\nsetup(name="diffusers", {setup_arguments})\n')
-    with pytest.raises(EnvironmentFailed) as failed:
-        environment_for(checkout, cache=tmp_path / "envs", base=Path(sys.executable))
-    return checkout, str(failed.value)
-
-
-def test_a_requirement_that_cannot_be_installed_is_named_in_one_line(tmp_path: Path) -> None:
-    checkout, message = _failed_build(tmp_path, 'install_requires=["numpy==0.0.1"]')
-    assert message.startswith(f"cannot build the environment of {checkout}: requirement 'numpy==0.0.1' failed: ")
-    assert "\n" not in message
-    key = environment_key(checkout, TorchSource(), Path(sys.executable))
-    assert sorted(p.name for p in (tmp_path / "envs").iterdir()) == [f"{key}.failed.log", f"{key}.lock"]
-
-
-def test_a_setup_py_that_raises_is_named_by_its_exception_and_the_full_log_is_kept(tmp_path: Path) -> None:
-    # diffusers' setup.py reads its README; a checkout without one fails inside pip's build subprocess.
-    checkout, message = _failed_build(tmp_path, 'long_description=open("README.md").read()')
-    log = tmp_path / "envs" / f"{environment_key(checkout, TorchSource(), Path(sys.executable))}.failed.log"
-    assert message == (
-        f"cannot build the environment of {checkout}: the checkout's own metadata: FileNotFoundError:"
-        f" [Errno 2] No such file or directory: 'README.md' (full log: {log})"
-    )
-    assert "note: This error originates from a subprocess" in log.read_text()
-
-
 def test_a_tree_in_a_checkout_has_one_an_installed_release_has_none(main_like: MainLike) -> None:
     assert checkout_of(main_like.checkout / "src" / "diffusers") == main_like.checkout.resolve()
     assert checkout_of(installed_diffusers()) is None
