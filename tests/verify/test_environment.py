@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -93,35 +92,6 @@ def test_an_unreachable_torch_index_is_named_in_one_line_before_anything_is_buil
         "[Errno 111] Connection refused"
     )
     assert not (tmp_path / "envs").exists()
-
-
-def _wheel(folder: Path, name: str, init: str) -> Path:
-    """A wheel of the package `name` whose `__init__.py` is `init`, written by hand (no build backend)."""
-    wheel = folder / f"{name}-1.0-py3-none-any.whl"
-    info = f"{name}-1.0.dist-info"
-    files = {
-        f"{name}/__init__.py": init,
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{info}/top_level.txt": f"{name}\n",
-    }
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, text in files.items():
-            archive.writestr(path, text)
-        archive.writestr(f"{info}/RECORD", "".join(f"{path},,\n" for path in [*files, f"{info}/RECORD"]))
-    return wheel
-
-
-def test_a_requirement_that_installs_but_does_not_import_fails_the_build_and_nothing_is_marked_ready(
-    tmp_path: Path,
-) -> None:
-    wheel = _wheel(tmp_path, "brokenonimport", 'raise RuntimeError("operator torchvision::nms does not exist")\n')
-    checkout, message = _failed_build(tmp_path, f'install_requires=["brokenonimport @ {wheel.as_uri()}"]')
-    assert message == (
-        f"cannot build the environment of {checkout}: brokenonimport does not import: import brokenonimport: "
-        "RuntimeError: operator torchvision::nms does not exist"
-    )
-    assert not list((tmp_path / "envs").glob("*/ready.json"))
 
 
 def test_the_import_check_names_a_distribution_that_is_not_installed() -> None:

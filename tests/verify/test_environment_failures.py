@@ -8,6 +8,7 @@ minute or more on two cores, and on its own module it runs beside the tests that
 from __future__ import annotations
 
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,32 @@ def test_a_setup_py_that_raises_is_named_by_its_exception_and_the_full_log_is_ke
         f" [Errno 2] No such file or directory: 'README.md' (full log: {log})"
     )
     assert "note: This error originates from a subprocess" in log.read_text()
+
+
+def _wheel(folder: Path, name: str, init: str) -> Path:
+    """A wheel of the package `name` whose `__init__.py` is `init`, written by hand (no build backend)."""
+    wheel = folder / f"{name}-1.0-py3-none-any.whl"
+    info = f"{name}-1.0.dist-info"
+    files = {
+        f"{name}/__init__.py": init,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/top_level.txt": f"{name}\n",
+    }
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+        archive.writestr(f"{info}/RECORD", "".join(f"{path},,\n" for path in [*files, f"{info}/RECORD"]))
+    return wheel
+
+
+def test_a_requirement_that_installs_but_does_not_import_fails_the_build_and_nothing_is_marked_ready(
+    tmp_path: Path,
+) -> None:
+    wheel = _wheel(tmp_path, "brokenonimport", 'raise RuntimeError("operator torchvision::nms does not exist")\n')
+    checkout, message = _failed_build(tmp_path, f'install_requires=["brokenonimport @ {wheel.as_uri()}"]')
+    assert message == (
+        f"cannot build the environment of {checkout}: brokenonimport does not import: import brokenonimport: "
+        "RuntimeError: operator torchvision::nms does not exist"
+    )
+    assert not list((tmp_path / "envs").glob("*/ready.json"))
