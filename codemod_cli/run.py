@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -113,7 +114,11 @@ def run(
             result = run_engine(options, progress)
     except RunInterrupted as interrupted:
         print(f"codemod: {interrupted}", file=sys.stderr, flush=True)
-        raise typer.Exit(130) from None
+        sys.stdout.flush()
+        # The run has ended (nothing written, or the commit finished). Not `typer.Exit`: the interpreter's own
+        # shutdown joins the process pool's manager thread, which the interrupt left mid-teardown, and could
+        # print a traceback after the one line (seen once in three Ctrl-C runs).
+        os._exit(130)
     _print_result(result, output_format, include_cold)
     code = result.exit_code(include_cold)
     if in_place is not None:
