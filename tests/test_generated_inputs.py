@@ -100,14 +100,14 @@ def test_the_engine_fixes_varied_programs_without_errors_and_a_second_run_change
     data, ending, bom = variant
     target = tmp_path_factory.mktemp("generated") / "program.py"
     target.write_bytes(data)
-    first = run(RunOptions(paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, jobs=1))
+    first = run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, jobs=1))
     assert first.errors == []
     written = target.read_bytes()
     text = read_source(target).text
     compile(text, str(target), "exec", dont_inherit=True)
     assert written.startswith(b"\xef\xbb\xbf") == bom
     assert {match for match in _line_endings(text)} <= {ending}
-    second = run(RunOptions(paths=(target,), mode=Mode.DIFF, unsafe_fixes=True, jobs=1))
+    second = run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.DIFF, unsafe_fixes=True, jobs=1))
     assert (second.changes, second.errors) == ({}, [])
 
 
@@ -120,5 +120,5 @@ def test_the_seeds_get_fixes_so_the_property_is_not_vacuous(tmp_path: Path) -> N
     for number, seed in enumerate(SEEDS):
         target = tmp_path / f"seed{number}.py"
         target.write_text(seed)
-        fixed += bool(run(RunOptions(paths=(target,), mode=Mode.DIFF, unsafe_fixes=True, jobs=1)).changes)
+        fixed += bool(run(RunOptions(context=installed_diffusers(), paths=(target,), mode=Mode.DIFF, unsafe_fixes=True, jobs=1)).changes)
     assert fixed == len(SEEDS)

@@ -13,6 +13,7 @@ finding left, each with its reason, to `demo/remaining.txt`. A finding left is o
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections import Counter
@@ -140,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     demo = Path((argv or sys.argv[1:] or ["demo"])[0])
     tree = demo / "src" / "diffusers"
     print(f"--- rewriting {tree} (safe and unsafe fixes, one run) ---", flush=True)
-    options = RunOptions(paths=(tree,), mode=Mode.WRITE, unsafe_fixes=True, cache_dir=cache_directory([tree]))
+    # As `codemod run` reads it: where files outside any package look up diffusers classes (none by default).
+    context = Path(os.environ["CODEMOD_CONTEXT"]) if os.environ.get("CODEMOD_CONTEXT") else None
+    options = RunOptions(
+        paths=(tree,), mode=Mode.WRITE, unsafe_fixes=True, cache_dir=cache_directory([tree]), context=context
+    )
     result = run_engine(options, _phase_printer())
     findings = [finding.to_dict() for finding in result.findings]
     diff = unified_diff(result)
