@@ -7,10 +7,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from codemods.analysis.models.output_proof import OutputForm, output_form
-from codemods.analysis.models.output_reads import OutputRead, output_read
-from codemods.analysis.values.unpacked_keys import unpacked_keys
+from codemods.analysis.models.output_reads import OutputRead, output_read, return_dict_blocker
 from codemods.edits.call_layout import Layout, add_keyword_argument, argument_layout
-from codemods.findings import Cost, Edit, Finding, FixSafety, Frequency
+from codemods.findings import Cost, Edit, Finding, Fix, FixSafety, Frequency
 from codemods.lazy import libcst as cst
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
@@ -118,13 +117,14 @@ class OutputAttributeAccess(Rule):
             if read is None:
                 continue
             statement = next(n for n in reversed(ancestors) if isinstance(n, ast.stmt))
-            rest = _rest_of_line(source, node)
-            layout = argument_layout(source, read.call, _ADDED, tree.line_length, statement, "[0]", rest)
-            # The layout if the callee returns the value itself under `return_dict=False` (no `[0]`).
-            bare_layout = argument_layout(source, read.call, _ADDED, tree.line_length, statement, "", rest)
             scope = enclosing(ancestors, (ast.FunctionDef, ast.AsyncFunctionDef))
-            owner = enclosing(ancestors, ast.ClassDef)
-            sites.append(_Site(read, scope, layout, bare_layout, _why_no_fix(read.call, layout, scope, owner)))
+            blocker = return_dict_blocker(read.call, scope, enclosing(ancestors, ast.ClassDef))
+            site = _Site(read, scope, statement, blocker)
+            if site.blocker is None:
+                # The tuple form's layout decides whether the site can be fixed; the other is laid out for a fix only.
+                site.layout = _layout(source, site, _TUPLE, tree)
+                site.blocker = _NO_LAYOUT if site.layout is None else None
+            sites.append(site)
         for group in _by_callee(sites):
             _all_or_none(group, source)
             requires = tuple(
@@ -134,29 +134,34 @@ class OutputAttributeAccess(Rule):
             for site in group:
                 if site.blocker is None and site.read.own_method and not self.opted_in(tree, "self-calls"):
                     site.blocker = _SELF_CALL
-                yield self._finding(source, site, requires, positional)
+                yield self._finding(source, tree, site, requires, positional)
 
-    def _finding(self, source: SourceFile, site: _Site, requires: tuple, positional: int) -> Finding:
+    def _finding(self, source: SourceFile, tree: TreeInfo, site: _Site, requires: tuple, positional: int) -> Finding:
         read = site.read
         fix = None
         bare_fix = None
-        if site.blocker is None:
-            target = source.ref(read.node, type(read.node).__name__)
-            fix = self.fix(f"pass `{_ADDED}` and index `[0]`", Edit(target, "first_output", site.layout))
-            if site.bare_layout is not None:
-                bare_fix = self.fix(f"pass `{_ADDED}`", Edit(target, "field_value", site.bare_layout))
+        if site.blocker is None and site.layout is not None:
+            fix = self._fix(source, read, _TUPLE, site.layout)
+            # Which form the callee returns is known only in `resolve`, which has no source to lay the call out.
+            bare_layout = _layout(source, site, _BARE, tree)
+            bare_fix = None if bare_layout is None else self._fix(source, read, _BARE, bare_layout)
+        problem = f"`{read.access}` read off `{ast.unparse(read.call.func)}(...)` builds an output dataclass"
         return self.finding(
             source,
             read.node,
-            f"`{read.access}` read off `{ast.unparse(read.call.func)}(...)` builds an output dataclass; "
-            f"pass `{_ADDED}` and take `[0]`",
+            _TUPLE.message(problem),
             fix,
             requires=requires,
             not_fixed_reason=site.blocker,
             cost=Cost(Frequency.NO_EFFECT, "docs/dif004-evidence.md") if site.blocker == _SELF_CALL else None,
             positional=positional,
+            problem=problem,
             bare_fix=bare_fix,
         )
+
+    def _fix(self, source: SourceFile, read: OutputRead, rewrite: _Rewrite, layout: Layout) -> Fix:
+        target = source.ref(read.node, type(read.node).__name__)
+        return self.fix(rewrite.fix, Edit(target, rewrite.edit, layout))
 
     def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
         # Every site of one callee in a function asks for the same proof, so they stand or fall together.
@@ -169,7 +174,9 @@ class OutputAttributeAccess(Rule):
                 forms.add(form)
         if forms == {"tuple"}:
             return finding
-        message = finding.message.replace(" and take `[0]`", "")
+        # A callee that may return the value itself is read without `[0]`; where both forms stand behind
+        # it, `return_dict=False` is all the message can advise.
+        message = _BARE.message(finding.extra["problem"])
         if finding.fix is None:
             return replace(finding, message=message)
         if forms == {"bare"} and finding.extra["bare_fix"] is not None:
@@ -231,34 +238,36 @@ class OutputAttributeAccess(Rule):
     )
 
 
+@dataclass(frozen=True)
+class _Rewrite:
+    """How a read is rewritten for one form the callee returns under `return_dict=False`."""
+
+    suffix: str  # what follows the rewritten call: `[0]` after a tuple, nothing after the value itself
+    edit: str  # the `edit_<name>` method that rewrites it
+    fix: str  # the fix's description
+    advice: str  # what the finding's message asks for
+
+    def message(self, problem: str) -> str:
+        return f"{problem}; {self.advice}"
+
+
+_TUPLE = _Rewrite("[0]", "first_output", f"pass `{_ADDED}` and index `[0]`", f"pass `{_ADDED}` and take `[0]`")
+_BARE = _Rewrite("", "field_value", f"pass `{_ADDED}`", f"pass `{_ADDED}`")
+
+
 @dataclass
 class _Site:
     read: OutputRead
     scope: ast.AST | None  # the function the read is in
-    layout: Layout | None
-    bare_layout: Layout | None
+    statement: ast.stmt  # the statement the read is in, which the layout must keep within the line length
     blocker: str | None  # why this site cannot be fixed (None: it can)
+    layout: Layout | None = None  # the tuple form's layout; laid out only for a call nothing else blocks
 
 
-def _why_no_fix(call: ast.Call, layout: Layout | None, scope: ast.AST | None, owner: ast.AST | None) -> str | None:
-    if any(isinstance(a, ast.Starred) for a in call.args):
-        return "the call forwards `*args`, which may already carry `return_dict`"
-    for unpacked in (k.value for k in call.keywords if k.arg is None):
-        if not isinstance(unpacked, ast.Name) or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return f"the call forwards `**{ast.unparse(unpacked)}`, which may already carry `return_dict`"
-        keys = unpacked_keys(unpacked.id, scope, owner if isinstance(owner, ast.ClassDef) else None)
-        if keys is None:
-            return f"the call forwards `**{unpacked.id}`, which may already carry `return_dict`: no dict of known keys is built for it here"
-        if "return_dict" in keys:
-            return f"the call forwards `**{unpacked.id}`, which carries `return_dict`"
-    if any(
-        k.arg == "return_dict" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
-        for k in call.keywords
-    ):
-        return "the call already sets `return_dict` to something other than True"
-    if layout is None:
-        return _NO_LAYOUT
-    return None
+def _layout(source: SourceFile, site: _Site, rewrite: _Rewrite, tree: TreeInfo) -> Layout | None:
+    span = source.span(site.read.node)
+    rest = source.lines[span.end_line - 1][span.end_column :]
+    return argument_layout(source, site.read.call, _ADDED, tree.line_length, site.statement, rewrite.suffix, rest)
 
 
 def _by_callee(sites: list[_Site]) -> list[list[_Site]]:
@@ -285,8 +294,3 @@ def _all_or_none(group: list[_Site], source: SourceFile) -> None:
                 f"`{callee}(...)` is also read at line {line}, where it cannot be fixed; "
                 "a function's reads of one callee change together or not at all"
             )
-
-
-def _rest_of_line(source: SourceFile, node: ast.expr) -> str:
-    span = source.span(node)
-    return source.lines[span.end_line - 1][span.end_column :]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from codemods.analysis.models.hot_paths import is_module_class
 from codemods.analysis.values.element_types import element_types
 from codemods.analysis.values.types import LocalTypes, Types, attribute_types
+from codemods.analysis.values.unpacked_keys import unpacked_keys
 from codemods.source import Ancestors, SourceFile, enclosing, self_attribute
 
 FIELDS = ("sample", "prev_sample")
@@ -57,6 +58,26 @@ def output_read(node: ast.AST, ancestors: Ancestors, source: SourceFile) -> Outp
         return None
     types = _local_types(source, function, cls).value(func)
     return OutputRead(node, call, field, types, method, own_method=False) if types else None
+
+
+def return_dict_blocker(call: ast.Call, scope: ast.AST | None, owner: ast.AST | None) -> str | None:
+    """Why `return_dict=False` cannot be added to `call`'s arguments, which may already carry it (None: it can)."""
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return "the call forwards `*args`, which may already carry `return_dict`"
+    for unpacked in (k.value for k in call.keywords if k.arg is None):
+        if not isinstance(unpacked, ast.Name) or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return f"the call forwards `**{ast.unparse(unpacked)}`, which may already carry `return_dict`"
+        keys = unpacked_keys(unpacked.id, scope, owner if isinstance(owner, ast.ClassDef) else None)
+        if keys is None:
+            return f"the call forwards `**{unpacked.id}`, which may already carry `return_dict`: no dict of known keys is built for it here"
+        if "return_dict" in keys:
+            return f"the call forwards `**{unpacked.id}`, which carries `return_dict`"
+    if any(
+        k.arg == "return_dict" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
+        for k in call.keywords
+    ):
+        return "the call already sets `return_dict` to something other than True"
+    return None
 
 
 def _field_read(node: ast.AST, ancestors: Ancestors) -> tuple[ast.Call, str] | None:
