@@ -16,22 +16,36 @@ from typing import Annotated, Any
 
 import typer
 
-from codemod_cli.bot_options import (
+from codemod_cli.extras import require_extras
+from codemod_cli.options import (
+    API_URL,
+    MAX_OPEN_PRS,
+    REQUEST_INTERVAL,
+    WORKDIR,
     ApiUrl,
+    Base,
+    BodiesDir,
     Census,
     CensusUrl,
+    CloneUrl,
+    Compile,
     Device,
     DeviceOption,
+    DryRun,
     Interval,
     JsonOut,
     Login,
+    MaxOpenPrs,
     NoDashboard,
+    Only,
+    PlanFile,
     Python,
     Repo,
+    Select,
     TorchIndex,
     Workdir,
 )
-from codemod_cli.extras import require_extras
+from codemod_cli.run import rule_codes
 
 EXIT_CODES = """\
 Exit codes: 0 every group was handled (opened, updated, or skipped/waiting with a reason);
@@ -52,8 +66,7 @@ def _options(**values: Any):
     from bot.github.dashboard.update import CensusSource
     from bot.runner import BotOptions
 
-    select = values.pop("select", None)
-    values["select"] = tuple(c.strip() for v in select for c in v.split(",") if c.strip()) if select else None
+    values["select"] = rule_codes(values.pop("select", None))
     values["only"] = tuple(values.pop("only", None) or ())
     if "device" in values:
         values["device"] = values["device"].value
@@ -96,29 +109,21 @@ def _finish(summary, json_file: Path | None) -> None:
 @bot_app.command(epilog=EXIT_CODES)
 def run(
     repo: Repo,
-    clone_url: Annotated[
-        str | None, typer.Option(metavar="URL", help="Clone from here (default: the API's clone URL).")
-    ] = None,
-    api_url: ApiUrl = "https://api.github.com",
-    base: Annotated[
-        str | None, typer.Option(metavar="BRANCH", help="Base branch (default: the default branch).")
-    ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="No push, no GitHub writes: print the plan, write PR bodies.")
-    ] = False,
-    max_open_prs: Annotated[int, typer.Option(min=0, metavar="N", help="At most N open bot PRs.")] = 5,
-    select: Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes.")] = None,
-    only: Annotated[
-        list[str] | None, typer.Option(metavar="PATH", help="Only these paths inside src/diffusers.")
-    ] = None,
+    clone_url: CloneUrl = None,
+    api_url: ApiUrl = API_URL,
+    base: Base = None,
+    dry_run: DryRun = False,
+    max_open_prs: MaxOpenPrs = MAX_OPEN_PRS,
+    select: Select = None,
+    only: Only = None,
     device: DeviceOption = Device.emu,
-    compile: Annotated[bool, typer.Option("--compile", help="Also check torch.compile graph breaks.")] = False,
+    compile: Compile = False,
     python: Python = None,
     torch_index: TorchIndex = None,
-    workdir: Workdir = Path(".codemod-bot"),
-    bodies_dir: Annotated[Path | None, typer.Option(metavar="DIR", help="Write each PR body here.")] = None,
+    workdir: Workdir = WORKDIR,
+    bodies_dir: BodiesDir = None,
     login: Login = None,
-    request_interval: Interval = 0.25,
+    request_interval: Interval = REQUEST_INTERVAL,
     json_file: JsonOut = None,
     no_dashboard: NoDashboard = False,
     census: Census = None,
@@ -144,15 +149,15 @@ def run(
 def plan(
     repo: Repo,
     out: Annotated[Path, typer.Option(metavar="FILE", help="Where to write the plan (JSON).")],
-    clone_url: Annotated[str | None, typer.Option(metavar="URL")] = None,
-    api_url: ApiUrl = "https://api.github.com",
-    base: Annotated[str | None, typer.Option(metavar="BRANCH")] = None,
-    max_open_prs: Annotated[int, typer.Option(min=0, metavar="N")] = 5,
-    select: Annotated[list[str] | None, typer.Option(metavar="CODES")] = None,
-    only: Annotated[list[str] | None, typer.Option(metavar="PATH")] = None,
-    workdir: Workdir = Path(".codemod-bot"),
+    clone_url: CloneUrl = None,
+    api_url: ApiUrl = API_URL,
+    base: Base = None,
+    max_open_prs: MaxOpenPrs = MAX_OPEN_PRS,
+    select: Select = None,
+    only: Only = None,
+    workdir: Workdir = WORKDIR,
     login: Login = None,
-    request_interval: Interval = 0.25,
+    request_interval: Interval = REQUEST_INTERVAL,
     no_dashboard: NoDashboard = False,
 ) -> None:
     """CPU job: group the fixes and list the groups worth verifying now (read-only on GitHub)."""
@@ -173,14 +178,14 @@ def plan(
 
 @bot_app.command("verify-group", epilog=EXIT_CODES)
 def verify_group(
-    plan_file: Annotated[Path, typer.Option("--plan", metavar="FILE", exists=True, dir_okay=False)],
+    plan_file: PlanFile,
     group: Annotated[str, typer.Option(metavar="ID", help="A group id from the plan.")],
     out: Annotated[Path, typer.Option(metavar="FILE", help="Where to write the verification (JSON).")],
     device: DeviceOption = Device.cuda,
-    compile: Annotated[bool, typer.Option("--compile")] = False,
+    compile: Compile = False,
     python: Python = None,
     torch_index: TorchIndex = None,
-    workdir: Workdir = Path(".codemod-bot"),
+    workdir: Workdir = WORKDIR,
 ) -> None:
     """GPU job: verify one group of a plan; exit 0 whatever the verdict (it is in the file)."""
     require_extras("bot verify-group", "bot", "verify")
@@ -198,13 +203,13 @@ def verify_group(
 
 @bot_app.command(epilog=EXIT_CODES)
 def census(
-    plan_file: Annotated[Path, typer.Option("--plan", metavar="FILE", exists=True, dir_okay=False)],
+    plan_file: PlanFile,
     json_file: Annotated[Path, typer.Option("--json", metavar="FILE", help="Where to write the verify report.")],
     html_file: Annotated[Path, typer.Option("--html", metavar="FILE", help="Where to write the census page.")],
-    select: Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes.")] = None,
+    select: Select = None,
     device: DeviceOption = Device.cuda,
-    compile: Annotated[bool, typer.Option("--compile")] = False,
-    workdir: Workdir = Path(".codemod-bot"),
+    compile: Compile = False,
+    workdir: Workdir = WORKDIR,
 ) -> None:
     """GPU job: the sync census of the whole library on the plan's commit (for the dashboard and its page)."""
     require_extras("bot census", "bot", "verify")
@@ -221,15 +226,15 @@ def census(
 
 @bot_app.command(epilog=EXIT_CODES)
 def publish(
-    plan_file: Annotated[Path, typer.Option("--plan", metavar="FILE", exists=True, dir_okay=False)],
+    plan_file: PlanFile,
     reports: Annotated[Path, typer.Option(metavar="DIR", help="verify-group outputs, named <group id>.json.")],
-    api_url: ApiUrl = "https://api.github.com",
-    dry_run: Annotated[bool, typer.Option("--dry-run")] = False,
-    max_open_prs: Annotated[int, typer.Option(min=0, metavar="N")] = 5,
-    workdir: Workdir = Path(".codemod-bot"),
-    bodies_dir: Annotated[Path | None, typer.Option(metavar="DIR")] = None,
+    api_url: ApiUrl = API_URL,
+    dry_run: DryRun = False,
+    max_open_prs: MaxOpenPrs = MAX_OPEN_PRS,
+    workdir: Workdir = WORKDIR,
+    bodies_dir: BodiesDir = None,
     login: Login = None,
-    request_interval: Interval = 0.25,
+    request_interval: Interval = REQUEST_INTERVAL,
     json_file: JsonOut = None,
     no_dashboard: NoDashboard = False,
     census: Census = None,
@@ -252,7 +257,7 @@ def publish(
 
 
 @bot_app.command(epilog=EXIT_CODES)
-def whoami(api_url: ApiUrl = "https://api.github.com") -> None:
+def whoami(api_url: ApiUrl = API_URL) -> None:
     """Print the login of GITHUB_TOKEN's user: the bot's login wherever --login is not given."""
     require_extras("bot whoami", "bot")
     from bot.github.api import ClientSettings, connect

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from codemod_cli.options import Select
 from codemods.errors import RunInterrupted, UsageError
 
 # The one prefix of every error line, whether the run stopped (exit 2) or one file could not be handled.
@@ -39,9 +40,7 @@ def run(
     diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff of the fixes; write nothing.")] = False,
     check: Annotated[bool, typer.Option("--check", help="List findings; write nothing.")] = False,
     unsafe_fixes: Annotated[bool, typer.Option("--unsafe-fixes", help="Also apply fixes that need verification.")] = False,
-    select: Annotated[
-        list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes (comma-separated or repeated).")
-    ] = None,
+    select: Select = None,
     ignore: Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes to leave out.")] = None,
     output_format: Annotated[OutputFormat, typer.Option("--format", help="text, json, sarif or github.")] = OutputFormat.text,
     jobs: Annotated[int, typer.Option(min=0, metavar="N", help="Worker processes (0: one per core).")] = 0,

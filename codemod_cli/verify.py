@@ -12,9 +12,10 @@ from typing import Annotated
 
 import typer
 
-from codemod_cli.bot_options import Python as PythonOption
-from codemod_cli.bot_options import TorchIndex as TorchIndexOption
 from codemod_cli.extras import require_extras
+from codemod_cli.options import Compile, Select
+from codemod_cli.options import Python as PythonOption
+from codemod_cli.options import TorchIndex as TorchIndexOption
 from codemod_cli.run import rule_codes
 from codemods.errors import UsageError
 from codemods.project.tree_paths import inside_tree
@@ -39,9 +40,7 @@ another module of the `verify` extra not installed, an environment that cannot b
 
 def verify(
     src: Annotated[Path, typer.Argument(metavar="SRC", help="A diffusers package directory (…/src/diffusers).")],
-    select: Annotated[
-        list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes (comma-separated or repeated).")
-    ] = None,
+    select: Select = None,
     path: Annotated[
         list[Path] | None, typer.Option("--path", metavar="PATH", help="Only let the engine rewrite these files.")
     ] = None,
@@ -56,9 +55,7 @@ def verify(
         Path | None,
         typer.Option("--html", metavar="FILE", help="Write the census as one self-contained, sortable HTML page."),
     ] = None,
-    compile_: Annotated[
-        bool, typer.Option("--compile", help="Also try torch.compile(fullgraph=True) checks (slow on CPU).")
-    ] = False,
+    compile_: Compile = False,
     tolerance: Annotated[float, typer.Option(min=0.0, help="Max abs diff allowed where bit-identity is not required.")] = 1e-4,
     work_dir: Annotated[
         Path | None, typer.Option("--work-dir", metavar="DIR", help="Keep the trees, traces and outputs here.")
