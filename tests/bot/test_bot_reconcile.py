@@ -6,8 +6,10 @@ Each test opens the four PRs of the diffusers-like tree, moves `main` as a maint
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from bot_harness import (  # noqa: F401  (fixtures)
     PULLS,
     FakeVerifier,
@@ -20,6 +22,7 @@ from bot_harness import (  # noqa: F401  (fixtures)
 )
 from diffusers_tree import EXPECTED_GROUPS, PACKAGE
 from github_double import GitHubDouble, push_branch
+from github_double.model import PullRequest
 from main_moves import apply_by_hand, edit_main, parent_of, pull_on, shift_down
 
 from bot.github.body import change_comment
@@ -38,6 +41,34 @@ PNDM_BRANCH = "codemod/dif004/pipelines-pndm"
 
 def outcomes(summary: RunSummary) -> dict[str, str]:
     return {g.branch: g.outcome.value for g in summary.groups} | {p.branch: p.outcome.value for p in summary.pulls}
+
+
+def edit_a_fixed_line(remote: GitHubDouble) -> str:
+    """A maintainer rewrites by hand one of the two lines the autoencoder's fix rewrites; returns that commit."""
+    return edit_main(
+        remote,
+        AUTOENCODER,
+        "decoded_slices = [self._decode(z_slice).sample for z_slice in z.split(1)]",
+        "decoded_slices = [self._decode(z_slice, return_dict=False)[0] for z_slice in z.split(1)]",
+    )
+
+
+@dataclass(frozen=True)
+class MovedMain:
+    first: RunSummary  # the run that opened the four PRs
+    pulls: dict[str, PullRequest]  # each branch's PR
+    landed: str  # the commit that applies the Kandinsky fix by hand
+    shifted: str  # the commit that shifts the adapter pipeline's lines down
+
+
+@pytest.fixture(name="moved_main")
+def moved_main_fixture(remote: GitHubDouble, options: BotOptions) -> MovedMain:
+    """The four PRs opened, then `main` moved twice: the Kandinsky fix applied by hand (its PR is no longer
+    needed), and an unrelated edit above the adapter pipeline's fix (its PR must be rebuilt)."""
+    first = run(options, FakeVerifier())
+    pulls = {branch: pull_on(remote, branch) for branch in EXPECTED_GROUPS}
+    landed = apply_by_hand(remote, KANDINSKY_BRANCH, KANDINSKY)
+    return MovedMain(first, pulls, landed, shift_down(remote, ADAPTER))
 
 
 def test_a_fix_applied_by_hand_closes_its_pr_naming_the_commit(remote: GitHubDouble, options: BotOptions) -> None:
@@ -113,12 +144,7 @@ def test_an_edit_to_a_fixed_line_updates_the_pr_and_says_what_changed(
 ) -> None:
     run(options, FakeVerifier())
     number = pull_on(remote, AUTOENCODER_BRANCH).number
-    moved = edit_main(
-        remote,
-        AUTOENCODER,
-        "decoded_slices = [self._decode(z_slice).sample for z_slice in z.split(1)]",
-        "decoded_slices = [self._decode(z_slice, return_dict=False)[0] for z_slice in z.split(1)]",
-    )
+    moved = edit_a_fixed_line(remote)
 
     summary = run(options, FakeVerifier())
 
@@ -181,12 +207,8 @@ def test_a_run_outside_the_prs_files_closes_nothing(remote: GitHubDouble, option
 
 
 def test_a_dry_run_lists_the_closings_and_rebuilds_and_makes_none(
-    remote: GitHubDouble, options: BotOptions, tmp_path: Path
+    remote: GitHubDouble, options: BotOptions, moved_main: MovedMain, tmp_path: Path
 ) -> None:
-    run(options, FakeVerifier())
-    numbers = {branch: pull_on(remote, branch).number for branch in EXPECTED_GROUPS}
-    landed = apply_by_hand(remote, KANDINSKY_BRANCH, KANDINSKY)
-    moved = shift_down(remote, ADAPTER)
     refs, writes = remote_refs(remote.bare_repo), len(remote.requests()) - len(remote.requests("GET"))
 
     summary = run(with_options(options, dry_run=True, bodies_dir=tmp_path / "bodies"), FakeVerifier())
@@ -199,35 +221,32 @@ def test_a_dry_run_lists_the_closings_and_rebuilds_and_makes_none(
     }
     text = summary.text()
     assert (
-        f"  would-close    #{numbers[KANDINSKY_BRANCH]} [{KANDINSKY_BRANCH}]: no longer needed: its change is on main "
-        f"since {landed[:10]} (Update main)"
+        f"  would-close    #{moved_main.pulls[KANDINSKY_BRANCH].number} [{KANDINSKY_BRANCH}]: no longer needed: its "
+        f"change is on main since {moved_main.landed[:10]} (Update main)"
     ) in text
     assert (
-        f"  would-rebuild  DIF004 pipelines/t2i_adapter #{numbers[ADAPTER_BRANCH]} [{ADAPTER_BRANCH}]: main changed its files (now "
-        f"{moved[:10]}); rebuilt on it: 1 of 1 target(s) verified"
+        f"  would-rebuild  DIF004 pipelines/t2i_adapter #{moved_main.pulls[ADAPTER_BRANCH].number} [{ADAPTER_BRANCH}]: "
+        f"main changed its files (now {moved_main.shifted[:10]}); rebuilt on it: 1 of 1 target(s) verified"
     ) in text
     assert len(remote.requests()) - len(remote.requests("GET")) == writes
     assert remote_refs(remote.bare_repo) == refs
 
 
 def test_the_dashboard_shows_the_prs_closed_and_rebuilt_this_run(
-    remote: GitHubDouble, dashboard_options: BotOptions
+    remote: GitHubDouble, dashboard_options: BotOptions, moved_main: MovedMain
 ) -> None:
-    run(dashboard_options, FakeVerifier())
-    closed, rebuilt = (pull_on(remote, branch) for branch in (KANDINSKY_BRANCH, ADAPTER_BRANCH))
-    landed = apply_by_hand(remote, KANDINSKY_BRANCH, KANDINSKY)
-    moved = shift_down(remote, ADAPTER)
+    closed, rebuilt = (moved_main.pulls[branch] for branch in (KANDINSKY_BRANCH, ADAPTER_BRANCH))
 
     summary = run(dashboard_options, FakeVerifier())
 
     body = remote.issue(summary.dashboard.number).body
     assert (
         f"## Closed as no longer needed (1)\n\n- #{closed.number} {closed.title}: closed this run, no longer needed: "
-        f"its change is on main since {landed[:10]} (Update main); branch deleted\n"
+        f"its change is on main since {moved_main.landed[:10]} (Update main); branch deleted\n"
     ) in body
     assert "## Closed by a maintainer (0)" in body
     line = next(line for line in body.splitlines() if line.startswith(f"- #{rebuilt.number} "))
-    assert line.endswith(f" · _rebuilt on `main@{moved[:10]}` this run_")
+    assert line.endswith(f" · _rebuilt on `main@{moved_main.shifted[:10]}` this run_")
 
 
 def test_a_changed_fix_on_a_pr_opened_before_rewrites_were_counted_names_its_files() -> None:
@@ -247,22 +266,16 @@ def test_a_changed_fix_on_a_pr_opened_before_rewrites_were_counted_names_its_fil
     )
 
 
-def test_three_runs_with_main_moved_by_hand_between_the_first_two(remote: GitHubDouble, options: BotOptions) -> None:
-    first = run(options, FakeVerifier())
-    apply_by_hand(remote, KANDINSKY_BRANCH, KANDINSKY)
-    shift_down(remote, ADAPTER)
-    edit_main(
-        remote,
-        AUTOENCODER,
-        "decoded_slices = [self._decode(z_slice).sample for z_slice in z.split(1)]",
-        "decoded_slices = [self._decode(z_slice, return_dict=False)[0] for z_slice in z.split(1)]",
-    )
+def test_three_runs_with_main_moved_by_hand_between_the_first_two(
+    remote: GitHubDouble, options: BotOptions, moved_main: MovedMain
+) -> None:
+    edit_a_fixed_line(remote)
 
     second = run(options, FakeVerifier())
     writes = len(remote.requests()) - len(remote.requests("GET"))
     third = run(options, FakeVerifier())
 
-    assert set(outcomes(first).values()) == {"opened"}
+    assert set(outcomes(moved_main.first).values()) == {"opened"}
     assert outcomes(second) == {
         KANDINSKY_BRANCH: "closed",
         ADAPTER_BRANCH: "rebuilt",
