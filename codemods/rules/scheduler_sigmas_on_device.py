@@ -140,7 +140,7 @@ class SchedulerSigmasOnDevice(Rule):
             return None, None  # nothing reads them on the host: on the device they cost nothing per step
         needs = [u for u in flow.device_needs if not u.per_call_move]
         copies = [u for u in flow.device_needs if u.per_call_move]
-        message = left_on_device_message(source, assignment, bare, flow.host_reads, copies)
+        message = left_on_device_message(source, assignment, bare, flow.host_reads, copies, needs)
         blocker = why_no_fix(setter, needs)
         if not flow.host_reads and copies:
             # Nothing to win per step; `add_noise` & co. would copy CPU sigmas on every call (see the Evidence).

@@ -127,9 +127,9 @@ def consumers_verdict(scheduler: str, own_path: str, index: ProjectIndex, code: 
             if blocker is not None:
                 return f"{index.shown(path)}:{call.line} hands a {scheduler} sigma to `{call.text}`: {blocker}", ""
     if holders:
-        handed = f", and {len(calls)} call(s) handing a sigma to its methods, which take a CPU one," if calls else ""
+        handed = f", and {len(calls)} call(s) handing a sigma to its methods, which take a CPU one" if calls else ""
         return None, (
-            f"; {holders} class(es) in the tree typed to hold a {scheduler} read `scheduler.sigmas`{handed} "
+            f"; {holders} class(es) in the tree typed to hold a {scheduler} read `scheduler.sigmas`{handed}, "
             "none in a way that needs them on the device"
         )
     return None, f"; no class in the tree typed to hold a {scheduler} reads `scheduler.sigmas`"
