@@ -39,6 +39,13 @@ class EulerScheduler(SchedulerMixin):
         if not return_dict:
             return (prev_sample,)
         return EulerOutput(prev_sample=prev_sample, pred_original_sample=pred_original_sample)
+
+    def add_zeros(self, sample, timestep):
+        return sample + torch.zeros(3, device=sample.device)
+
+    def add_flat_noise(self, sample, timestep):
+        noise = randn_tensor(sample.shape, device=sample.device)
+        return sample + noise.view(1)
 """
 
 
@@ -95,4 +102,20 @@ def test_a_field_that_returns_the_sigma_to_a_caller_that_cannot_take_it_blocks_t
     assert _blocker(call) == (
         "EulerScheduler.step returns the sigma in `.pred_original_sample` of its result, which the caller cannot "
         "take as a CPU scalar"
+    )
+
+
+def test_a_tensor_built_on_the_sigmas_device_blocks_the_move() -> None:
+    (call,) = _calls("latents = latents * self.scheduler.add_zeros(sigma, t)")
+    assert _blocker(call) == (
+        "with it, EulerScheduler.add_zeros line 29 reads its `.device` (with CPU sigmas, the CPU) for something not "
+        "shaped like it (`sample.device`)"
+    )
+
+
+def test_noise_made_like_the_sigma_is_followed_as_a_sigma() -> None:
+    (call,) = _calls("latents = latents * self.scheduler.add_flat_noise(sigma, t)")
+    assert _blocker(call) == (
+        "with it, EulerScheduler.add_flat_noise line 33 gives a sigma dimensions (`.view()`): as a CPU tensor it "
+        "could not meet device tensors (`noise.view(1)`)"
     )
