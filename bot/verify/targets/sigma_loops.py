@@ -82,5 +82,6 @@ def lms_instruct_pix2pix(device: Any) -> Any:
     return Workload(run=run, unit="step", units=STEPS)
 
 
-# LMS's plain loop (SciPy integrates its coefficients from the sigmas every step).
+# LMS's plain loop (SciPy integrates its coefficients from the sigmas every step; the LMS targets need SciPy in
+# the environment the trees run in, as the scheduler itself does).
 register_scheduler(SchedulerRecipe("LMSDiscreteScheduler"))
