@@ -10,7 +10,6 @@ per-step sync with bit-identical outputs.
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
