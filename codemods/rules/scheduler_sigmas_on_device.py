@@ -88,6 +88,10 @@ class SchedulerSigmasOnDevice(Rule):
     (`step()`) moves the sigmas to the device itself (with CPU sigmas, a copy every step), where
     `set_timesteps` returns early, or where a pipeline class in the tree annotated to hold this
     scheduler uses `scheduler.sigmas` in one of those ways (the finding says what it checked).
+    A pipeline that hands a sigma to the scheduler's own methods (diffusers 0.25's latent upscale:
+    `scale_model_input(sigma, t)`; instruct-pix2pix: `step((noise_pred - latents) / (-sigma), t, latents)[0]`)
+    is judged by their code: the argument is followed there as one sigma, and the part of the result the
+    pipeline reads (`.prev_sample`, `[0]`) must hold none, or the pipeline must take it as one.
     A move in code that runs once per generation (`add_noise`, `scale_noise`) is the trade the
     maintainers accepted: it becomes a copy per call, which pays where the step reads sigmas on
     the host and is refused where it does not (see Evidence). Untyped code reading
@@ -140,7 +144,7 @@ class SchedulerSigmasOnDevice(Rule):
             return None, None  # nothing reads them on the host: on the device they cost nothing per step
         needs = [u for u in flow.device_needs if not u.per_call_move]
         copies = [u for u in flow.device_needs if u.per_call_move]
-        message = left_on_device_message(source, assignment, bare, flow.host_reads, copies)
+        message = left_on_device_message(source, assignment, bare, flow.host_reads, copies, needs)
         blocker = why_no_fix(setter, needs)
         if not flow.host_reads and copies:
             # Nothing to win per step; `add_noise` & co. would copy CPU sigmas on every call (see the Evidence).

@@ -35,6 +35,7 @@ _SPEC_MODULES = (
     "attention",
     "autoencoders",
     "schedulers",
+    "sigma_loops",
     "pipelines",
     "kandinsky5",
     "rl",

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from codemods.analysis.placement.class_places import ClassPlaces
-from codemods.analysis.schedules.sigma_flow import SigmaFlowAnalysis, SigmaUse, Taint
+from codemods.analysis.schedules.delegated_calls import delegated_call_blocker
+from codemods.analysis.schedules.sigma_flow import DelegatedCall, SigmaFlow, SigmaFlowAnalysis, SigmaUse, Taint
 from codemods.analysis.values.types import attribute_types
 from codemods.project.index import ProjectIndex
 from codemods.source import SourceFile, dotted_name, spans_a_line
@@ -28,6 +29,14 @@ def _scheduler_sigmas(node: ast.expr) -> Taint | None:
     return None
 
 
+def _scheduler_method(call: ast.Call) -> str | None:
+    """`self.scheduler.step(...)`: a call the scheduler's own code judges (`delegated_calls`)."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and (dotted_name(func.value) or "").endswith("scheduler"):
+        return func.attr
+    return None
+
+
 @dataclass(frozen=True)
 class SigmaConsumer:
     """A class in another file that holds a scheduler and reads `scheduler.sigmas` (gathered at scan time)."""
@@ -35,6 +44,7 @@ class SigmaConsumer:
     path: str
     scheduler_types: tuple[str, ...]  # what its `self.scheduler` is annotated to be
     device_needs: tuple[SigmaUse, ...]  # its uses that need the sigmas on the device
+    scheduler_calls: tuple[DelegatedCall, ...] = ()  # its calls of the scheduler's methods with sigma arguments
 
 
 def sigma_consumers(source: SourceFile) -> list[SigmaConsumer]:
@@ -53,16 +63,31 @@ def sigma_consumers(source: SourceFile) -> list[SigmaConsumer]:
             m.name for m in methods if any(_scheduler_sigmas(n) for n in ast.walk(m) if isinstance(n, ast.Attribute))
         ]
         if names:
-            flow = SigmaFlowAnalysis(
-                owner, _scheduler_sigmas, lambda function: False, ClassPlaces(owner, source).function
+            places = ClassPlaces(owner, source)
+
+            def flow(assumed: dict) -> SigmaFlowAnalysis:
+                return SigmaFlowAnalysis(
+                    owner, _scheduler_sigmas, lambda function: False, places.function, _scheduler_method, assumed
+                )
+
+            base = flow({}).run(names)
+            calls = tuple(
+                _may_take_a_sigma(call, base, flow({call.key: "scalar"}).run(names)) for call in base.delegated
             )
-            found.append(SigmaConsumer(source.path, types, tuple(flow.run(names).device_needs)))
+            found.append(SigmaConsumer(source.path, types, tuple(base.device_needs), calls))
     return found
+
+
+def _may_take_a_sigma(call: DelegatedCall, base: SigmaFlow, assumed: SigmaFlow) -> DelegatedCall:
+    """The call, with whether the caller's code works as well when what it reads of the result is one sigma: the
+    run that assumes so finds no use and no scheduler call the first run did not."""
+    new_calls = set(assumed.delegated) - set(base.delegated)
+    return replace(call, result_may_be_scalar=set(assumed.device_needs) <= set(base.device_needs) and not new_calls)
 
 
 def consumer_needs(
     scheduler: str, own_path: str, index: ProjectIndex, code: str
-) -> tuple[int, list[tuple[str, SigmaUse]]]:
+) -> tuple[int, list[tuple[str, SigmaUse]], list[tuple[str, DelegatedCall]]]:
     """Classes in the tree typed to hold `scheduler` that read `scheduler.sigmas`: (how many, and the uses
     among theirs that need the sigmas on the device).
 
@@ -72,6 +97,7 @@ def consumer_needs(
     """
     holders = 0
     needs: list[tuple[str, SigmaUse]] = []
+    calls: list[tuple[str, DelegatedCall]] = []
     for path in index.paths_containing(CONSUMER_TEXT):
         facts = index.facts(path)
         if path == own_path or facts is None:
@@ -80,21 +106,30 @@ def consumer_needs(
             if any(t == scheduler or scheduler in index.expand_types(t) for t in consumer.scheduler_types):
                 holders += 1
                 needs.extend((path, use) for use in consumer.device_needs)
-    return holders, needs
+                calls.extend((path, call) for call in consumer.scheduler_calls)
+    return holders, needs, calls
 
 
 def consumers_verdict(scheduler: str, own_path: str, index: ProjectIndex, code: str) -> tuple[str | None, str]:
     """Why the tree's pipelines forbid CPU sigmas for `scheduler` (None: they allow them), and what was checked."""
-    holders, needs = consumer_needs(scheduler, own_path, index, code)
+    holders, needs, calls = consumer_needs(scheduler, own_path, index, code)
     if needs:
         path, use = needs[0]
         return (
             f"{index.shown(path)}:{use.line} holds a {scheduler} and {use.why} (`{use.text}`), "
             "a use this rule cannot show to work with CPU sigmas"
         ), ""
+    if calls:
+        text = index.text(own_path)
+        source = SourceFile(own_path, text or "")
+        for path, call in calls:
+            blocker = delegated_call_blocker(source, scheduler, call)
+            if blocker is not None:
+                return f"{index.shown(path)}:{call.line} hands a {scheduler} sigma to `{call.text}`: {blocker}", ""
     if holders:
+        handed = f", and {len(calls)} call(s) handing a sigma to its methods, which take a CPU one" if calls else ""
         return None, (
-            f"; {holders} class(es) in the tree typed to hold a {scheduler} read `scheduler.sigmas`, "
+            f"; {holders} class(es) in the tree typed to hold a {scheduler} read `scheduler.sigmas`{handed}, "
             "none in a way that needs them on the device"
         )
     return None, f"; no class in the tree typed to hold a {scheduler} reads `scheduler.sigmas`"

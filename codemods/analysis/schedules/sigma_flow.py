@@ -11,6 +11,8 @@ CPU sigmas that becomes a copy per call).
 `SigmaFlow` follows the values taken from a source expression (`self.sigmas` in a scheduler,
 `self.scheduler.sigmas` in a pipeline) through each function: names bound to them, arithmetic
 on them, elementwise torch ops, and `self.<method>(...)` calls with them, into the callee.
+A pipeline's calls of its scheduler's methods with sigma arguments are not followed here: they are
+recorded (`DelegatedCall`) for the scheduler's own analysis (`codemods.analysis.schedules.delegated_calls`).
 """
 
 from __future__ import annotations
@@ -43,10 +45,34 @@ class SigmaUse:
     per_call_move: bool = False
 
 
+Accessor = str | int | None  # how the caller reads a call's result: `.prev_sample`, `[0]`, or as it is
+NodeKey = tuple[str, int, int, int, int]  # a node's kind and span: unlike its start, no other node shares it
+
+
+def node_key(node: ast.AST) -> NodeKey:
+    span = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    return (type(node).__name__, *span, getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+
+
+@dataclass(frozen=True)
+class DelegatedCall:
+    """`self.scheduler.step(noise_pred, t, latents)[0]` with sigma arguments: judged by the scheduler's code."""
+
+    line: int
+    text: str
+    method: str
+    arguments: tuple[tuple[str | int, Taint], ...]  # (position or keyword, what of the sigmas it carries)
+    accessor: Accessor
+    key: NodeKey  # where the accessed result is, to assume its taint in a second run
+    # Whether the caller's code works as well if what it reads of the result is one CPU sigma (0-dim).
+    result_may_be_scalar: bool = False
+
+
 @dataclass
 class SigmaFlow:
     host_reads: list[SigmaUse] = field(default_factory=list)  # reads that sync while the sigmas are on the device
     device_needs: list[SigmaUse] = field(default_factory=list)  # uses that need them on the device
+    delegated: list[DelegatedCall] = field(default_factory=list)
 
 
 class SigmaFlowAnalysis:
@@ -58,22 +84,39 @@ class SigmaFlowAnalysis:
         is_source: Callable[[ast.expr], Taint | None],
         hot: Callable[[Function], bool],
         places: Callable[[Function], FunctionPlaces],
+        delegate: Callable[[ast.Call], str | None] = lambda call: None,
+        assumed: dict[NodeKey, Taint] | None = None,
+        returned_outputs: frozenset[str] = frozenset(),
     ):
+        """`delegate` names the callee's method where a call is judged by another class's code; `assumed` gives
+        the taint of such calls' results; `returned_outputs` are output dataclasses whose fields a caller of the
+        analysed entry reads one by one (their construction in its `return` is judged per field, by the caller)."""
         self.methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
         self.is_source = is_source
         self.hot = hot
         self.places = places
+        self.delegate = delegate
+        self.assumed = assumed or {}
+        self.returned_outputs = returned_outputs
+        self.entry: Function | None = None
+        self.entry_parameters: dict[str, Taint] = {}
+        self.flows: dict[str, SigmaTaint] = {}  # each method's taint, as the entry's parameters left it
         self.flow = SigmaFlow()
         self._done: dict[tuple[str, frozenset], Taint | None] = {}
         self._seen_uses: set[tuple[int, int, str]] = set()
         # Attributes a method stores one sigma in (`self.dt = dt`): their reads are sigmas too.
         self.stored: set[str] = set()
 
-    def run(self, names: list[str]) -> SigmaFlow:
-        """Follow the sigmas through `names` (and what they call), and through attributes that keep one."""
+    def run(self, names: list[str], entry: tuple[str, dict[str, Taint]] | None = None) -> SigmaFlow:
+        """Follow the sigmas through `names` (and what they call), and through attributes that keep one; `entry`:
+        a method called from elsewhere with sigma arguments (which parameters carry what)."""
+        if entry is not None:
+            self.entry, self.entry_parameters = self.methods[entry[0]], entry[1]
         for _ in range(3):
             stored = set(self.stored)
             self.flow, self._done, self._seen_uses = SigmaFlow(), {}, set()
+            if entry is not None:
+                self.analyse(self.methods[entry[0]], entry[1])
             for name in names:
                 self.analyse(self.methods[name], {})
             if self.stored == stored:
@@ -82,7 +125,7 @@ class SigmaFlowAnalysis:
         return self.flow
 
     def _source(self, node: ast.expr) -> Taint | None:
-        found = self.is_source(node)
+        found = self.is_source(node) or self.assumed.get(node_key(node))
         if found is None and isinstance(node, ast.Attribute) and node.attr in self.stored:
             return "scalar" if dotted_name(node.value) == "self" and isinstance(node.ctx, ast.Load) else None
         return found
@@ -94,6 +137,8 @@ class SigmaFlowAnalysis:
             return self._done[key]
         self._done[key] = None  # recursion: assume nothing flows back
         flow = SigmaTaint(function, self._source, parameters, self.places(function), self._call_result)
+        if function is self.entry and parameters == self.entry_parameters:
+            self.flows[function.name] = flow
         self._record(flow, function)
         returned = [
             flow.taint(n.value) for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None
@@ -130,6 +175,8 @@ class SigmaFlowAnalysis:
                 and flow.taint(node)
             ):
                 parent = parents.get(id(node))
+                if self._delegated(node, parent, flow, parents) or self._returned_output(function, parent, parents):
+                    continue
                 if stores_scalar(parent, node, flow):
                     self.stored.update(t.attr for t in parent.targets if isinstance(t, ast.Attribute))  # type: ignore[union-attr]
                     continue
@@ -139,11 +186,51 @@ class SigmaFlowAnalysis:
                         moves = why == MOVES_TO_DEVICE and not hot
                         self._add(self.flow.device_needs, shown(parent, parents), why, moves)
 
+    def _delegated(self, node: ast.expr, parent: ast.AST | None, flow: SigmaTaint, parents: dict) -> bool:
+        """An argument of a call another class's code judges: record the call (once) instead of a use."""
+        call = parents.get(id(parent)) if isinstance(parent, ast.keyword) else parent
+        if not isinstance(call, ast.Call) or node is call.func:
+            return False
+        method = self.delegate(call)
+        if method is None:
+            return False
+        arguments = tuple(
+            (position, taint) for position, a in enumerate(call.args) if (taint := flow.taint(a))
+        ) + tuple((k.arg, taint) for k in call.keywords if k.arg and (taint := flow.taint(k.value)))
+        accessed, accessor = _accessed(call, parents)
+        found = DelegatedCall(
+            call.lineno, shortened(ast.unparse(call)), method, arguments, accessor, node_key(accessed)
+        )  # fmt: skip
+        if found not in self.flow.delegated:
+            self.flow.delegated.append(found)
+        return True
+
+    def _returned_output(self, function: Function, parent: ast.AST | None, parents: dict) -> bool:
+        """A field of an output dataclass the entry returns (`return XOutput(prev_sample=...)`): the caller reads it."""
+        if function is not self.entry or not isinstance(parent, ast.keyword):
+            return False
+        call = parents.get(id(parent))
+        return (
+            isinstance(call, ast.Call)
+            and dotted_name(call.func) in self.returned_outputs
+            and isinstance(parents.get(id(call)), ast.Return)
+        )
+
     def _add(self, uses: list[SigmaUse], node: ast.AST, why: str, per_call_move: bool = False) -> None:
         key = (node.lineno, node.col_offset, why)  # type: ignore[attr-defined]
         if key not in self._seen_uses:
             self._seen_uses.add(key)
             uses.append(SigmaUse(node.lineno, shortened(ast.unparse(node)), why, per_call_move))  # type: ignore[attr-defined]
+
+
+def _accessed(call: ast.Call, parents: dict[int, ast.AST]) -> tuple[ast.expr, Accessor]:
+    """What of a call's result its caller reads: `.name`, `[k]` (an int), or the result itself."""
+    parent = parents.get(id(call))
+    if isinstance(parent, ast.Attribute) and not isinstance(parents.get(id(parent)), ast.Call):
+        return parent, parent.attr
+    if isinstance(parent, ast.Subscript) and isinstance(parent.slice, ast.Constant) and type(parent.slice.value) is int:
+        return parent, parent.slice.value
+    return call, None
 
 
 def _hands_to_host_library(node: ast.AST, flow: SigmaTaint) -> bool:

@@ -148,9 +148,11 @@ def left_on_device_message(
     bare: DiscardedConversion | None,
     reads: list[SigmaUse],
     copies: list[SigmaUse],
+    needs: list[SigmaUse] | None = None,
 ) -> str:
     """DIF002's message: where the sigmas stay on the device (`assignment`, or a `bare` move after it that does
-    nothing), what per-step code `reads` them on the host, and what would copy them back per call (`copies`)."""
+    nothing), what per-step code `reads` them on the host, what would copy them back per call (`copies`), and
+    what of the scheduler's own code `needs` them on the device (then CPU sigmas are no cure)."""
     where = f"`{_SETTER}` leaves `self.sigmas` on the device (line {assignment.lineno})"
     if bare is not None:
         where = f"`{source.segment(bare.call)}` throws its result away (`Tensor.to` is not in place), so " + where
@@ -158,6 +160,13 @@ def left_on_device_message(
         where += f" and the per-step code reads them on the host, a sync every step: {describe(reads)}"
     else:
         where += "; nothing per step reads them on the host"
+    if reads and needs:
+        # Both a host read and a device use (LTX's `.item()` next to `sigma.view(1)`): one place cannot serve both.
+        return where + (
+            f"; line {needs[0].line} also uses them on the device (`{needs[0].text}` {needs[0].why}), so moving them "
+            "to the CPU would break that: keep a CPU copy for the host reads (a list from `self.sigmas.tolist()`, made "
+            "once in `set_timesteps`) and index it where the step reads a sigma on the host"
+        )
     message = where + '; keep them on the CPU (`self.sigmas = self.sigmas.to("cpu")`)'
     if copies and reads:
         message += (

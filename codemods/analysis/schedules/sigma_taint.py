@@ -143,6 +143,9 @@ class SigmaTaint:
         return None
 
     def _call_taint(self, call: ast.Call) -> Taint | None:
+        like = made_like(call)
+        if like is not None and self.taint(like):
+            return self.taint(like)  # same shape, same device: one sigma's like is one sigma
         func = call.func
         name = dotted_name(func) or ""
         if isinstance(func, ast.Attribute) and dotted_name(func.value) == "self":
@@ -195,6 +198,20 @@ def moves_to_device(call: ast.Call) -> bool:
     if isinstance(first, ast.Constant):
         return isinstance(first.value, str)
     return "dtype" not in text and not (dotted_name(first) or "").startswith("torch.")
+
+
+def made_like(call: ast.Call) -> ast.expr | None:
+    """`randn_tensor(x.shape, device=x.device)`: the `x` whose shape and device the new tensor takes."""
+    device = next((k.value for k in call.keywords if k.arg == "device"), None)
+    shape = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg in ("shape", "size")), None)
+    if not (
+        isinstance(device, ast.Attribute)
+        and device.attr == "device"
+        and isinstance(shape, ast.Attribute)
+        and shape.attr == "shape"
+    ):
+        return None
+    return device.value if ast.dump(device.value) == ast.dump(shape.value) else None
 
 
 def is_append(node: ast.AST) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.analysis.schedules.sigma_taint import ELEMENTWISE, SigmaTaint, is_append, moves_to_device
+from codemods.analysis.schedules.sigma_taint import ELEMENTWISE, SigmaTaint, is_append, made_like, moves_to_device
 from codemods.source import dotted_name, shortened
 
 # Give a sigma dimensions: as a CPU tensor it can no longer meet device tensors.
@@ -22,6 +22,8 @@ _HOST_BUILTINS = {"float", "int", "bool", "min", "max", "round", "abs"}
 # Modules whose functions take numbers: a sigma handed to them is read on the host (a CPU one for free).
 HOST_LIBRARIES = ("math.", "np.", "numpy.", "scipy.", "integrate.")
 MOVES_TO_DEVICE = "moves it to the device on every call (with CPU sigmas, a copy each time)"
+# With CPU sigmas a sigma's device is the CPU: what is built there has dimensions on the CPU.
+_READS_DEVICE = "reads its `.device` (with CPU sigmas, the CPU) for something not shaped like it"
 
 HOST_READ_WHY = {
     "compare": "compares it in Python", "truth": "tests its truth in Python", "minmax": "takes a builtin min/max",
@@ -69,7 +71,9 @@ def device_need(parent: ast.AST, node: ast.expr, flow: SigmaTaint, parents: dict
         call = parents.get(id(parent))
         is_call = isinstance(call, ast.Call) and call.func is parent
         if not is_call:
-            return None if parent.attr in ("shape", "dtype", "device", "ndim", "T") else f"reads `.{parent.attr}` of it"
+            if parent.attr == "device":
+                return None if _builds_like(parent, node, parents) else _READS_DEVICE
+            return None if parent.attr in ("shape", "dtype", "ndim", "T") else f"reads `.{parent.attr}` of it"
         if parent.attr in ("to", "cuda") and (parent.attr == "cuda" or moves_to_device(call)):
             return MOVES_TO_DEVICE
         if parent.attr in _RESHAPING:
@@ -123,6 +127,13 @@ def device_need(parent: ast.AST, node: ast.expr, flow: SigmaTaint, parents: dict
     if isinstance(parent, ast.FormattedValue | ast.If | ast.While | ast.Assert | ast.Expr):
         return None
     return f"uses it in `{shortened(ast.unparse(parent))}`"
+
+
+def _builds_like(device: ast.Attribute, node: ast.expr, parents: dict[int, ast.AST]) -> bool:
+    """`randn_tensor(x.shape, device=x.device)`: a tensor shaped and placed like `x` (0-dim where `x` is)."""
+    keyword = parents.get(id(device))
+    call = parents.get(id(keyword)) if isinstance(keyword, ast.keyword) else None
+    return isinstance(call, ast.Call) and made_like(call) is node
 
 
 def shown(parent: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
