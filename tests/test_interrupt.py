@@ -3,7 +3,7 @@ was or as the complete rewrite, never between, and the run says which in one lin
 
 The runs fix one subpackage of the copy (`RUN_ON`), the rest of the package read as its context: the moments
 interrupted here (the workers scanning, rewritten files being staged) come in any run with several files to
-scan and fix, and a run over the whole package took 48 s of the suite's time, three times.
+scan and fix, and the reference run over the whole package alone took 48 s of the suite's time.
 
 The signal is a real SIGINT sent to the run's process group, as a terminal sends it, at moments the test
 sees from outside: while the workers scan (they are the run's children), and the instant the first rewritten
