@@ -27,6 +27,7 @@ class DiffusersTrees:
     original: Path  # parent directory holding `diffusers/`
     rewritten: Path  # `<checkout>/src`
     result: RunResult
+    cache: Path  # the run's scan cache: a second run over `rewritten` reads back the fixed files' scans, as a user's would
 
     def changed_files(self) -> list[str]:
         """Paths relative to the package (`models/x.py`) of the files the run changed."""
@@ -44,8 +45,9 @@ def build_diffusers_trees(directory: Path) -> DiffusersTrees:
     (directory / "checkout").mkdir()
     checkout = write_checkout_config(directory / "checkout")
     rewritten = copy_installed_diffusers(checkout / "src")
-    result = run(RunOptions(paths=(rewritten / "diffusers",), mode=Mode.WRITE, unsafe_fixes=True))
-    return DiffusersTrees(original, rewritten, result)
+    cache = directory / "cache"
+    result = run(RunOptions(paths=(rewritten / "diffusers",), mode=Mode.WRITE, unsafe_fixes=True, cache_dir=cache))
+    return DiffusersTrees(original, rewritten, result, cache)
 
 
 def run_python_in_tree(tree: Path, code: str, timeout: float = 600) -> subprocess.CompletedProcess:

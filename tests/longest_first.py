@@ -11,7 +11,6 @@ import pytest
 LONGEST_FIRST = (
     "tests/bot/test_bot_main_like.py",
     "tests/verify/test_environment_failures.py",
-    "tests/test_interrupt.py",
     "tests/verify/test_verify_trees.py",
     "tests/rules/test_dif005.py",
     "tests/verify/test_recompile_limit.py",

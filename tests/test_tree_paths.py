@@ -16,7 +16,8 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from bot.github.body import reproduce_command
-from bot.groups import find_groups
+from bot.groups import Grouping, find_groups
+from codemods.engine.cache import CACHE_DIRECTORY_NAME
 from codemods.errors import UsageError
 from codemods.project.index import installed_diffusers
 from codemods.project.tree_paths import inside_tree
@@ -72,9 +73,15 @@ def test_run_takes_paths_relative_to_the_current_directory(checkout: Path) -> No
     assert finished.stdout.startswith(f"src/diffusers/{DDPM}:125:28: DIF004 [*]")
 
 
+def _groups(checkout: Path, only: str) -> Grouping:
+    # In the cache that `codemod` run in the checkout keeps (no pyproject.toml or .git above it): these tests are
+    # about paths, and each cold run read again the facts of the ~500 files that DIF004's resolution asks for.
+    return find_groups(checkout, ("DIF004",), only=(only,), cache_dir=checkout / CACHE_DIRECTORY_NAME)
+
+
 def test_bot_only_takes_paths_from_the_checkout_root_or_inside_src_diffusers(checkout: Path) -> None:
-    from_root = find_groups(checkout, ("DIF004",), only=("src/diffusers/pipelines/ddpm",))
-    inside = find_groups(checkout, ("DIF004",), only=("pipelines/ddpm",))
+    from_root = _groups(checkout, "src/diffusers/pipelines/ddpm")
+    inside = _groups(checkout, "pipelines/ddpm")
     assert [g.files.keys() for g in from_root.groups] == [g.files.keys() for g in inside.groups]
     assert [list(g.files) for g in inside.groups] == [[f"src/diffusers/{DDPM}"]]
 
@@ -85,7 +92,7 @@ def test_bot_only_outside_the_package_is_refused_in_one_line(checkout: Path) -> 
 
 
 def test_the_reproduce_line_of_a_pr_body_runs_as_printed_from_the_checkout_root(checkout: Path) -> None:
-    [group] = find_groups(checkout, ("DIF004",), only=("pipelines/ddpm",)).groups
+    [group] = _groups(checkout, "pipelines/ddpm").groups
     verify_line = reproduce_command(group, "0" * 40, "emu").splitlines()[-1]
     assert verify_line == f"codemod verify src/diffusers --select=DIF004 --path=src/diffusers/{DDPM} --device=emu"
     finished = _codemod(shlex.split(verify_line)[1:], checkout)
