@@ -206,32 +206,64 @@ jobs:
           python utils/check_dummies.py
 """
 
-# Written for the tests: what diffusers' utils/check_copies.py checks, in a few lines. The body of every
-# function marked `# Copied from diffusers.<module>.<name>` must be that function's body.
+# Written for the tests: what diffusers' utils/check_copies.py checks, in a short script. The body of every
+# function marked `# Copied from diffusers.<module>.<name>` must be that function's body (as parsed). Each
+# function is found in its lines, as diffusers' own check finds it, and parsed alone: a whole-tree parse
+# took seconds per run, and the bot runs this check on every fix group's rewritten tree.
 CHECK_COPIES = """\
 import ast
-import functools
 import pathlib
 import re
 import sys
 
 MARK = re.compile(r"^\\s*# Copied from diffusers\\.([\\w.]+)\\s*$")
+SIGNATURE_END = re.compile(r"^\\s*\\)(\\s*->.*)?:\\s*$")
 root = pathlib.Path("src")
-parsed = functools.cache(lambda path: ast.parse(path.read_text()))
-functions = functools.cache(lambda path: {n.lineno: n for n in ast.walk(parsed(path)) if isinstance(n, ast.FunctionDef)})
+
+
+def indent(line):
+    return len(line) - len(line.lstrip())
+
+
+def block(lines, start):
+    # The def or class at `start`: its lines up to the first one indented no deeper (a signature's end aside).
+    end = start + 1
+    while end < len(lines) and (
+        not lines[end].strip() or indent(lines[end]) > indent(lines[start]) or SIGNATURE_END.match(lines[end])
+    ):
+        end += 1
+    return [line[indent(lines[start]):] for line in lines[start:end]]
+
+
+def body(lines, start):
+    # The AST of the body of the def or class at `start` (the whole module is parsed when its lines alone do not).
+    try:
+        return ast.parse("\\n".join(block(lines, start))).body[0].body
+    except SyntaxError:
+        parsed = ast.walk(ast.parse("\\n".join(lines)))
+        return next(n for n in parsed if getattr(n, "lineno", 0) == start + 1 and hasattr(n, "body")).body
+
+
+def same_text(copy, original):
+    # Whether the lines after both def lines are the same, each def line ending where its body starts.
+    ends = copy[0].rstrip().endswith(":") and original[0].rstrip().endswith(":")
+    return ends and len(copy) > 1 and copy[1:] == original[1:]
 
 
 def definition(dotted):
+    # The lines of the module defining `dotted` and the line of its def or class, or None.
     parts = dotted.split(".")
     for end in range(len(parts) - 1, 0, -1):
         module = (root / "diffusers" / "/".join(parts[:end])).with_suffix(".py")
         if module.is_file():
-            node = parsed(module)
+            lines, start, stop, depth = module.read_text().splitlines(), 0, None, ""
             for name in parts[end:]:
-                node = next((n for n in node.body if getattr(n, "name", None) == name), None)
-                if node is None:
+                named = re.compile(rf"^{depth}(?:async def|def|class)\\s+{name}\\b")
+                found = next((i for i in range(start, stop or len(lines)) if named.match(lines[i])), None)
+                if found is None:
                     return None
-            return node
+                start, stop, depth = found, found + len(block(lines, found)), depth + "    "
+            return lines, start
     return None
 
 
@@ -243,9 +275,11 @@ for path in sorted(root.rglob("*.py")):
         if not mark or not lines[number + 1].lstrip().startswith("def "):
             continue
         wanted = definition(mark.group(1))
-        copy = functions(path)[number + 2]
-        if wanted is not None and list(map(ast.dump, copy.body)) != list(map(ast.dump, wanted.body)):
-            failures.append(f"{path}:{number + 2}: {copy.name} is not a copy of diffusers.{mark.group(1)}")
+        if wanted is None or same_text(block(lines, number + 1), block(*wanted)):
+            continue
+        if list(map(ast.dump, body(lines, number + 1))) != list(map(ast.dump, body(*wanted))):
+            name = re.match(r"\\s*def\\s+(\\w+)", lines[number + 1]).group(1)
+            failures.append(f"{path}:{number + 2}: {name} is not a copy of diffusers.{mark.group(1)}")
 if failures:
     sys.exit("\\n".join(failures) + "\\nRun `make fix-copies` to fix them.")
 """

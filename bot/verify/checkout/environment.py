@@ -22,9 +22,8 @@ The environment lives in `<cache>/<key>`, the key hashing the checkout's depende
 the torch pin and index, the Python version and this recipe's version, so every run and
 every fix group of one checkout (and of a later commit with the same dependencies) share it.
 `ready.json` marks a finished build; a lock keeps two builders of one key apart.
-`base` (an interpreter) makes a layered environment instead: the base's packages are seen
-beneath the environment's own, so only what the checkout pins differently is installed.
-The tests and benchmarks use it to build main-like environments in seconds.
+`base` (an interpreter) makes a layered environment instead: the base's packages are seen beneath the
+environment's own, so only what the checkout pins differently is installed (tests, benchmarks: seconds).
 """
 
 from __future__ import annotations
@@ -148,9 +147,10 @@ def _build(
 ) -> list[str]:
     python = python_of(directory)
     say("environment: creating the virtual environment")
-    _run([sys.executable, "-m", "venv", str(directory)], "the virtual environment")
-    if base is not None:
-        _layer_on(python, base)
+    if base is None:
+        _run([sys.executable, "-m", "venv", str(directory)], "the virtual environment")
+    else:
+        _layered_venv(directory, base)
     constraints = directory / "constraints.txt"
     constraints.write_text(f"torch=={torch.version}\n")
     say(f"environment: torch=={torch.version}" + (f" from {torch.index_url}" if torch.index_url else ""))
@@ -193,12 +193,21 @@ def _bound(
     return []
 
 
-def _layer_on(python: Path, base: Path) -> None:
-    """Let the environment see `base`'s packages beneath its own (a .pth line is read after site-packages)."""
-    code = "import json, sysconfig; print(json.dumps(sorted({sysconfig.get_path(p) for p in ('purelib', 'platlib')})))"
-    paths = json.loads(_run([str(base), "-c", code], f"the base interpreter {base}"))
-    own = json.loads(_run([str(python), "-c", code], "the new environment"))
-    (Path(own[0]) / "codemod-base-packages.pth").write_text("".join(f"{path}\n" for path in paths))
+_PATH_PROBE = (
+    "import importlib.util as u, json, sys, sysconfig as c; "
+    "print(json.dumps([sys.path, c.get_path('purelib'), u.find_spec('pip') is not None]))"
+)
+
+
+def _layered_venv(directory: Path, base: Path) -> None:
+    """A venv seeing `base`'s whole import path (with what its .pth files add) beneath its own (a .pth line is read
+    after site-packages); using the base's pip where it has one, not one of its own (ensurepip: seconds a build)."""
+    base_path, _, base_has_pip = json.loads(_run([str(base), "-c", _PATH_PROBE], f"the base interpreter {base}"))
+    without_pip = ["--without-pip"] if base_has_pip else []
+    _run([sys.executable, "-m", "venv", *without_pip, str(directory)], "the virtual environment")
+    own_path, own_packages, _ = json.loads(_run([str(python_of(directory)), "-c", _PATH_PROBE], "the new environment"))
+    beneath = [path for path in base_path if path and path not in own_path]
+    (Path(own_packages) / "codemod-base-packages.pth").write_text("".join(f"{path}\n" for path in beneath))
 
 
 # pip's environment variables override its configuration files; a blank (not empty: pip ignores an
