@@ -214,8 +214,10 @@ def _tensor_or_unknown(places: Placer, node: ast.expr) -> Place:
 
 
 def splits(value: ast.expr) -> bool:
+    """A tensor op (or method) whose tuple's items are tensors where its input is: the parts of a split, and the
+    values and indices of `topk`/`sort`."""
     return (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
-        and value.func.attr in ("chunk", "split", "unbind", "tensor_split", "split_with_sizes")
+        and value.func.attr in ("chunk", "split", "unbind", "tensor_split", "split_with_sizes", "topk", "sort")
     )

@@ -144,6 +144,8 @@ class FunctionPlaces:
             return combine([before, self.place(binding.value)])
         if binding.kind == "parameter" and binding.argument is not None:
             place = parameter_place(binding.argument)
+            if binding.argument.annotation is None and self.cls is not None and not isinstance(self.function, ast.Lambda):
+                return self.cls.passed_place(self.function, binding.argument, self.annotations)
             return place if self.annotations or place is not Place.DEVICE else Place.UNKNOWN
         if binding.kind == "python":
             return Place.PYTHON
@@ -176,6 +178,8 @@ class FunctionPlaces:
                 return Place.PYTHON
             return self.device_place(schedule.device) if schedule.device is not None else Place.UNKNOWN
         method = self_attribute(value.func) if isinstance(value, ast.Call) else None
+        if method is not None and self.cls is not None and method not in self.cls.methods:
+            return self.cls.submodule_item_place(method, position)  # `topk_idx, weight, loss = self.gate(x)`
         if method is not None and self.cls is not None:
             # `timesteps, n = self.get_timesteps(...)`: a slice of the schedule this function set.
             receiver = timesteps_slice_receiver(self.cls.methods.get(method)) if position == 0 else None

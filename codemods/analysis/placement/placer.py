@@ -32,6 +32,10 @@ class MethodOwner(Protocol):
 
     def returned_item_place(self, method_name: str, position: int) -> Place: ...
 
+    def submodule_item_place(self, name: str, position: int) -> Place: ...
+
+    def passed_place(self, method: ast.FunctionDef | ast.AsyncFunctionDef, parameter: ast.arg, annotations: bool) -> Place: ...
+
 
 class Placer(Protocol):
     """A function whose values are being placed (`FunctionPlaces`)."""
