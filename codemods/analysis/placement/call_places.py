@@ -86,7 +86,8 @@ def call_place(places: Placer, call: ast.Call) -> Place:
             arguments = [places.place(a) for a in (*call.args, *(k.value for k in call.keywords))]
             return Place.DEVICE if Place.DEVICE in arguments else Place.UNKNOWN
         return Place.UNKNOWN
-    return Place.UNKNOWN
+    found = places.module.call_place(places, call) if places.module is not None else None
+    return found if found is not None else Place.UNKNOWN
 
 
 def torch_returns_tensor(name: str) -> bool:

@@ -19,6 +19,7 @@ from codemods.analysis.models.attributes import class_attributes
 from codemods.analysis.models.hot_paths import is_module_class, is_scheduler
 from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.method_calls import built_class, callers, passed_argument
+from codemods.analysis.placement.module_calls import ModuleCalls, module_calls
 from codemods.analysis.placement.place import Place, join
 from codemods.source import Ancestors, SourceFile, dotted_name, statements
 
@@ -69,8 +70,12 @@ class ClassPlaces:
         if id(function) not in self._functions:
             # A weak back-reference: a cycle here would keep every parsed tree alive in the scan
             # workers, which run with the garbage collector off.
-            self._functions[id(function)] = FunctionPlaces(function, weakref.proxy(self))
+            self._functions[id(function)] = FunctionPlaces(function, weakref.proxy(self), module=self._module)
         return self._functions[id(function)]
+
+    @cached_property
+    def _module(self) -> ModuleCalls | None:
+        return module_calls(self.source) if self.source is not None else None
 
     def attribute_place(self, name: str) -> Place:
         if name in self._attributes:
@@ -193,7 +198,9 @@ class ClassPlaces:
         if annotations:
             return self.function(method)
         if id(method) not in self._traced:
-            self._traced[id(method)] = FunctionPlaces(method, weakref.proxy(self), annotations=False)
+            self._traced[id(method)] = FunctionPlaces(
+                method, weakref.proxy(self), annotations=False, module=self._module
+            )
         return self._traced[id(method)]
 
     def may_exit_on_device(self, method: Function, name: str) -> bool:
@@ -254,7 +261,7 @@ def places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces | None
                 cache[id(parent)] = ClassPlaces(parent, source)
             cache[id(function)] = cache[id(parent)].function(function)  # type: ignore[union-attr]
         else:
-            cache[id(function)] = FunctionPlaces(function)
+            cache[id(function)] = FunctionPlaces(function, module=module_calls(source))
     return cache[id(function)]  # type: ignore[return-value]
 
 
@@ -273,7 +280,7 @@ def traced_places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces
         return None
     cache: dict[int, FunctionPlaces] = source.memo("traced_function_places", dict)
     if id(found.function) not in cache:
-        cache[id(found.function)] = FunctionPlaces(found.function, found.cls, annotations=False)
+        cache[id(found.function)] = FunctionPlaces(found.function, found.cls, annotations=False, module=found.module)
     return cache[id(found.function)]
 
 

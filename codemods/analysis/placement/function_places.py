@@ -25,14 +25,16 @@ from codemods.analysis.models.loop_arguments import is_scheduler_step
 from codemods.analysis.placement.call_places import call_place, splits
 from codemods.analysis.placement.device_places import device_place, may_be_on_device, set_timesteps_place
 from codemods.analysis.placement.place import Place, combine, join, parameter_place
-from codemods.analysis.schedules.schedule_calls import schedule_call
+from codemods.analysis.schedules.schedule_calls import is_scheduler_timesteps, names_scheduler, schedule_call
 from codemods.analysis.schedules.schedule_slices import sliced_argument, timesteps_slice_receiver
 from codemods.analysis.values.binding_sites import Binding
 from codemods.analysis.values.bindings import FunctionBindings
 from codemods.source import dotted_name, self_attribute
 
 if TYPE_CHECKING:
-    from codemods.analysis.placement.placer import MethodOwner
+    from collections.abc import Mapping
+
+    from codemods.analysis.placement.placer import MethodOwner, ModuleScope
 
 
 _NO_CYCLE = 1 << 30
@@ -53,12 +55,17 @@ class FunctionPlaces:
         function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
         cls: MethodOwner | None = None,
         annotations: bool = True,
+        given: Mapping[str, Place] | None = None,
+        module: ModuleScope | None = None,
     ):
         """`annotations=False`: a parameter annotated as a tensor is `UNKNOWN`, not `DEVICE`, so that `DEVICE`
-        means the function shows where the value was made or moved (what a finding's placement must rest on)."""
+        means the function shows where the value was made or moved (what a finding's placement must rest on).
+        `given`: where one call's arguments put the parameters; `module`: the file's functions, to place calls of them."""
         self.function = function
         self.cls = cls
         self.annotations = annotations
+        self.given = given
+        self.module = module
         self.bindings = FunctionBindings(function, skip_branch=lambda branch: is_other_backend_test(branch.test))
         self._memo: dict[int, Place] = {}
         self._binding_memo: dict[int, Place] = {}
@@ -143,8 +150,14 @@ class FunctionPlaces:
             before = self.name_place(binding.name, target)
             return combine([before, self.place(binding.value)])
         if binding.kind == "parameter" and binding.argument is not None:
+            if self.given is not None:
+                return self.given.get(binding.name, Place.UNKNOWN)
             place = parameter_place(binding.argument)
-            if binding.argument.annotation is None and self.cls is not None and not isinstance(self.function, ast.Lambda):
+            if (
+                binding.argument.annotation is None
+                and self.cls is not None
+                and not isinstance(self.function, ast.Lambda)
+            ):
                 return self.cls.passed_place(self.function, binding.argument, self.annotations)
             return place if self.annotations or place is not Place.DEVICE else Place.UNKNOWN
         if binding.kind == "python":
@@ -243,9 +256,9 @@ class FunctionPlaces:
             if self.assigns(f"self.{node.attr}"):
                 return self.name_place(f"self.{node.attr}", node)
             return self.cls.attribute_place(node.attr) if self.cls is not None else Place.UNKNOWN
-        if _is_scheduler_timesteps(node):
+        if is_scheduler_timesteps(node):
             return self._scheduler_timesteps_attribute_place(node)
-        if node.attr == "sigmas" and _is_scheduler(node.value):
+        if node.attr == "sigmas" and names_scheduler(node.value):
             # A tensor wherever `set_timesteps` left it: `.to(device=...)` of it lands on that device (LTX's
             # long multi-prompt loop reads `sigmas_current[i]` from such a copy).
             return Place.TENSOR
@@ -282,14 +295,3 @@ class FunctionPlaces:
     def device_place(self, device: ast.expr) -> Place:
         """Where a tensor created or moved with `device=<device>` lives (codemods.analysis.placement.device_places)."""
         return device_place(self, device)
-
-
-def _is_scheduler_timesteps(node: ast.Attribute) -> bool:
-    return node.attr == "timesteps" and _is_scheduler(node.value)
-
-
-def _is_scheduler(node: ast.expr) -> bool:
-    """`self.scheduler`, `scheduler`, `self.sound_scheduler`: a name or attribute naming a scheduler."""
-    return isinstance(node, ast.Attribute | ast.Name) and (dotted_name(node) or "").rsplit(".", 1)[-1].endswith(
-        "scheduler"
-    )

@@ -22,7 +22,11 @@ _ENTRY_POINTS = {"forward", "__call__", "__init__"}
 def callers(methods: Iterable[Function], method: Function) -> list[tuple[Function, ast.Call]] | None:
     """Every `self.<method>(...)` call in `methods`, with the method making it; None where the class may call it
     otherwise (as a value, `*args`/`**kwargs`, a static or class method, an entry point) or never calls it."""
-    if method.name in _ENTRY_POINTS or method.decorator_list and not all(_keeps_arguments(d) for d in method.decorator_list):
+    if (
+        method.name in _ENTRY_POINTS
+        or method.decorator_list
+        and not all(_keeps_arguments(d) for d in method.decorator_list)
+    ):
         return None
     found: list[tuple[Function, ast.Call]] = []
     for caller in methods:
@@ -60,7 +64,13 @@ def built_class(classes: Iterable[ast.ClassDef], methods: Iterable[Function], na
     built: set[str] = set()
     for method in methods:
         for node in ast.walk(method):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
             if not any(self_attribute(t) == name for t in targets):
                 continue
             value = node.value  # type: ignore[union-attr]
