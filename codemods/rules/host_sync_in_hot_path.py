@@ -105,9 +105,10 @@ class HostSyncInHotPath(Rule):
     trigger = re.compile(
         r"\.(?:item|tolist|numpy|cpu|nonzero|unique)\(|\bif\b|\bwhile\b|\bassert\b|\b(?:int|float|bool|min|max)\("
         r"|torch\.(?:nonzero|argwhere|unique|masked_select|equal|allclose|where)\(|\.to\([^)]*cpu|mask\w*\s*\]"
+        r"|:\s*[A-Za-z_][\w.]*\s*[\],]"
     )
     # Every alternative above holds one of these; the regex itself then runs on hot lines only.
-    trigger_text = ("(", "if", "while", "assert", "mask")
+    trigger_text = ("(", "if", "while", "assert", "mask", ":")
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         hot = hot_paths(source)

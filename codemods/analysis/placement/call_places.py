@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from codemods.analysis.models.loop_arguments import is_scheduler_step
 from codemods.analysis.placement.place import Place, combine
 from codemods.source import call_argument, dotted_name
 
@@ -222,3 +223,12 @@ def splits(value: ast.expr) -> bool:
         and isinstance(value.func, ast.Attribute)
         and value.func.attr in ("chunk", "split", "unbind", "tensor_split", "split_with_sizes", "topk", "sort")
     )
+
+
+def is_step_output(places: Placer, node: ast.expr) -> bool:
+    """`<...>scheduler.step(...)`'s result, or a name only ever bound to one: its fields (`prev_sample`,
+    LLaDA2's `transfer_index`) are the tensors the step computed from its device inputs."""
+    if isinstance(node, ast.Name):
+        bindings = places.bindings.reaching(node.id, node)
+        return bool(bindings) and all(b.kind == "value" and is_scheduler_step(b.value) for b in bindings)
+    return is_scheduler_step(node)

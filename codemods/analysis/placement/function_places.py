@@ -21,8 +21,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from codemods.analysis.models.cold_branches import is_other_backend_test
-from codemods.analysis.models.loop_arguments import is_scheduler_step
-from codemods.analysis.placement.call_places import call_place, splits
+from codemods.analysis.placement.call_places import call_place, is_step_output, splits
 from codemods.analysis.placement.device_places import device_place, may_be_on_device, set_timesteps_place
 from codemods.analysis.placement.place import Place, combine, join, parameter_place
 from codemods.analysis.schedules.schedule_calls import is_scheduler_timesteps, names_scheduler, schedule_call
@@ -144,7 +143,7 @@ class FunctionPlaces:
         if binding.kind == "element" and binding.value is not None:
             return self.element_place(binding.value)
         if binding.kind == "item" and binding.value is not None:
-            return self._item_place(binding.value, binding.position)
+            return self._item_place(binding.value, binding.position, binding.path)
         if binding.kind == "augmented" and binding.value is not None:
             target = binding.owner.target  # type: ignore[attr-defined]
             before = self.name_place(binding.name, target)
@@ -182,8 +181,15 @@ class FunctionPlaces:
         place = self.place(iterable)
         return place if place.is_tensor or place is Place.MODULE else Place.UNKNOWN
 
-    def _item_place(self, value: ast.expr, position: int) -> Place:
-        """The `position`-th name of `a, b = value`."""
+    def _item_place(self, value: ast.expr, position: int, path: tuple[int, ...] = ()) -> Place:
+        """The `position`-th name of `a, b = value` (`path`: the positions inside it, `(_, b), c = value`)."""
+        found = (
+            self.module.call_place(self, value, (position, *path))
+            if self.module and isinstance(value, ast.Call)
+            else None
+        )
+        if found is not None or path:
+            return found or Place.UNKNOWN
         schedule = schedule_call(value)
         if schedule is not None and schedule.by_helper:
             # diffusers' helper: (the scheduler's timesteps on `device`, the number of steps).
@@ -267,21 +273,13 @@ class FunctionPlaces:
         base = self.place(node.value)
         if node.attr in _PYTHON_ATTRIBUTES and (base.is_tensor or base is Place.MODULE):
             return Place.PYTHON
-        if base is Place.DEVICE and (node.attr in ("sample", "prev_sample") or self._is_step_output(node.value)):
+        if base is Place.DEVICE and (node.attr in ("sample", "prev_sample") or is_step_output(self, node.value)):
             return Place.DEVICE  # a model's (or a scheduler's) output read for its tensor: before the test below
         if base.is_tensor:
             return base if node.attr in _TENSOR_SAME_PLACE_ATTRIBUTES else Place.UNKNOWN
         if base is Place.MODULE and node.attr in _MODULE_TENSOR_ATTRIBUTES:
             return Place.DEVICE
         return Place.UNKNOWN
-
-    def _is_step_output(self, node: ast.expr) -> bool:
-        """`<...>scheduler.step(...)`'s result, or a name only ever bound to one: its fields (`prev_sample`,
-        LLaDA2's `transfer_index`) are the tensors the step computed from its device inputs."""
-        if isinstance(node, ast.Name):
-            bindings = self.bindings.reaching(node.id, node)
-            return bool(bindings) and all(b.kind == "value" and is_scheduler_step(b.value) for b in bindings)
-        return is_scheduler_step(node)
 
     def _scheduler_timesteps_attribute_place(self, node: ast.Attribute) -> Place:
         """`self.scheduler.timesteps`: on the device where this function set them with a device."""

@@ -44,6 +44,11 @@ _READ_COSTS = {
     "nonzero": ("`{expr}` has a data-dependent size", "use `torch.where(mask, a, b)` or keep the mask"),
     "unique": ("`{expr}` has a data-dependent size", "compute it {once}"),
     "mask": ("`{expr}` selects a data-dependent number of elements", "use `torch.where(mask, x, 0)` or keep the mask"),
+    "bound": (
+        "`{expr}` slices at a device value, which Python reads",
+        "a slice's bound is a size, a Python number, so no local rewrite removes the wait: one sync per slice, unless "
+        "the lengths come from the host (or a kernel takes them as a tensor, as varlen attention takes `cu_seqlens`)",
+    ),
 }
 
 # Tensor methods whose result's size, or values, only the data decides.
@@ -197,7 +202,7 @@ def host_read_message(source: SourceFile, read: HostRead, scope: ast.AST, chain:
         when = f"every call of `{scope.name}`"  # type: ignore[attr-defined]
         once = "once, outside the per-call code"
     subject = what.format(expr=expression)
-    if read.kind in ("compare", "minmax", "mask", "truth") and operand != expression:
+    if read.kind in ("compare", "minmax", "mask", "truth", "bound") and operand != expression:
         subject += f" (`{operand}` is on the device)"
     schedule_value = operand == "t" or "timestep" in operand or "sigma" in operand
     example = " (e.g. of the timesteps)" if schedule_value else ""

@@ -31,21 +31,35 @@ class ModuleCalls:
         self.functions = module_functions(tree)
         self._results: dict[tuple, Place] = {}
 
-    def call_place(self, caller: Placer, call: ast.Call) -> Place | None:
-        """Where `call`'s result lives, `call` a call of a function of this file by its name; None for any other call."""
+    def call_place(self, caller: Placer, call: ast.Call, path: tuple[int, ...] = ()) -> Place | None:
+        """Where `call`'s result lives (with `path`, the item at those positions of the tuples it returns: `(_, seqlens_k),
+        ... = _prepare_for_flash_attn_or_sage_varlen(...)`), `call` a call of a function of this file by its name;
+        None for any other call."""
         function = self.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
         if function is None:
             return None
         given = _given(function, call, caller)
         if given is None or not all(_transparent(d) for d in function.decorator_list):
             return Place.UNKNOWN
-        key = (id(function), tuple(sorted(given.items())), caller.annotations)
+        key = (id(function), tuple(sorted(given.items())), caller.annotations, path)
         if key not in self._results:
             self._results[key] = Place.UNKNOWN  # a recursion guard: a call under way places nothing
-            self._results[key] = _returned(
-                FunctionPlaces(function, annotations=caller.annotations, given=given, module=self)
-            )
+            places = FunctionPlaces(function, annotations=caller.annotations, given=given, module=self)
+            returns = [s.value for s in statements(function.body) if isinstance(s, ast.Return)]
+            found = {self._item_place(places, value, path) if value is not None else Place.PYTHON for value in returns}
+            self._results[key] = next(iter(found)) if found in ({Place.DEVICE}, {Place.HOST}) else Place.UNKNOWN
         return self._results[key]
+
+    def _item_place(self, places: FunctionPlaces, value: ast.expr, path: tuple[int, ...]) -> Place:
+        """The item at `path` of `value`, a returned expression: through tuple displays, and calls of this file's functions."""
+        while path and isinstance(value, ast.Tuple) and len(value.elts) > path[0]:
+            if any(isinstance(e, ast.Starred) for e in value.elts):
+                return Place.UNKNOWN
+            value, path = value.elts[path[0]], path[1:]
+        if not path:
+            return places.place(value)
+        found = self.call_place(places, value, path) if isinstance(value, ast.Call) else None
+        return found if found is not None else Place.UNKNOWN
 
 
 def _given(function: ast.FunctionDef, call: ast.Call, caller: Placer) -> dict[str, Place] | None:
@@ -69,12 +83,6 @@ def _given(function: ast.FunctionDef, call: ast.Call, caller: Placer) -> dict[st
         else:
             return None
     return given
-
-
-def _returned(places: FunctionPlaces) -> Place:
-    returns = [s.value for s in statements(places.function.body) if isinstance(s, ast.Return)]  # type: ignore[union-attr]
-    found = {places.place(value) if value is not None else Place.PYTHON for value in returns}
-    return next(iter(found)) if len(found) == 1 and found <= {Place.DEVICE, Place.HOST} else Place.UNKNOWN
 
 
 def _transparent(decorator: ast.expr) -> bool:

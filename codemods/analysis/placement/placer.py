@@ -45,7 +45,7 @@ class MethodOwner(Protocol):
 class ModuleScope(Protocol):
     """The functions of the file a placed function is in (`ModuleCalls`, module_calls)."""
 
-    def call_place(self, caller: Placer, call: ast.Call) -> Place | None: ...
+    def call_place(self, caller: Placer, call: ast.Call, path: tuple[int, ...] = ()) -> Place | None: ...
 
 
 class Placer(Protocol):
