@@ -183,19 +183,19 @@ class FunctionPlaces:
 
     def _item_place(self, value: ast.expr, position: int, path: tuple[int, ...] = ()) -> Place:
         """The `position`-th name of `a, b = value` (`path`: the positions inside it, `(_, b), c = value`)."""
-        found = (
-            self.module.call_place(self, value, (position, *path))
-            if self.module and isinstance(value, ast.Call)
-            else None
-        )
-        if found is not None or path:
-            return found or Place.UNKNOWN
         schedule = schedule_call(value)
         if schedule is not None and schedule.by_helper:
             # diffusers' helper: (the scheduler's timesteps on `device`, the number of steps).
             if position == 1:
                 return Place.PYTHON
             return self.device_place(schedule.device) if schedule.device is not None else Place.UNKNOWN
+        found = (
+            self.module.call_place(self, value, (position, *path))
+            if self.module and isinstance(value, ast.Call)
+            else None
+        )
+        if found in (Place.DEVICE, Place.HOST) or path:
+            return found or Place.UNKNOWN  # `(_, seqlens_k), ... = _prepare_for_flash_attn_or_sage_varlen(...)`
         method = self_attribute(value.func) if isinstance(value, ast.Call) else None
         if method is not None and self.cls is not None and method not in self.cls.methods:
             return self.cls.submodule_item_place(method, position)  # `topk_idx, weight, loss = self.gate(x)`
