@@ -35,14 +35,20 @@ class HostSyncInHotPath(Rule):
     scheduler, an `nn.Module.forward`, an attention processor or registered attention backend, a
     scheduler's `step`, and what they call) that makes the host wait for the
     accelerator: `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `int(t)`/`float(t)`,
-    `torch.nonzero`/`.nonzero()`, `torch.unique`, boolean-mask reads (`x[mask]`), builtin
-    `min`/`max` of tensors, and Python comparisons or truth tests of tensors (`if t < boundary:`).
+    `torch.nonzero`/`.nonzero()`, `torch.unique`, boolean-mask reads (`x[mask]`), slices at a tensor
+    length (`key[b, :valid_len]`), builtin `min`/`max` of tensors, and Python comparisons or truth tests of
+    tensors (`if t < boundary:`).
     Only values the code shows to be tensors on the device count: parameters annotated as tensors,
     torch ops on device tensors, model outputs, registered buffers, the timesteps a pipeline set
     on its device (with `set_timesteps(..., device=...)` or `retrieve_timesteps(scheduler, n, device)`),
     the slice of them an img2img pipeline's `get_timesteps` keeps, and the `t` its loop takes from
     them, and the items of a method's tuple that every `return` of it builds on the device
-    (`latents, target_mask, shapes = self.prepare_latents(...)`). Python numbers, CPU tensors (a
+    (`latents, target_mask, shapes = self.prepare_latents(...)`) or that a submodule of a class of the same
+    file returns (HiDream's `topk_idx, topk_weight, aux_loss = self.gate(x)`), a helper's unannotated
+    parameters where every call of it in its class passes a device value (`self.moe_infer(x, flat_topk_idx,
+    ...)`), what a function of the same file returns given its arguments (`attn_mask =
+    _normalize_attn_mask(attn_mask, ...)`, nested tuples too), and tensors made on a pipeline's own
+    `self.device` (the accelerator its models run on). Python numbers, CPU tensors (a
     `timesteps_cpu` copy, a scheduler's CPU sigmas), set-up code, first-step-only branches and
     non-tensor fallbacks (`if not torch.is_tensor(t):`) are left alone, as is `x[mask] = value`
     (a masked fill, no sync). A scheduler call in a denoising loop is reported where the
@@ -105,9 +111,10 @@ class HostSyncInHotPath(Rule):
     trigger = re.compile(
         r"\.(?:item|tolist|numpy|cpu|nonzero|unique)\(|\bif\b|\bwhile\b|\bassert\b|\b(?:int|float|bool|min|max)\("
         r"|torch\.(?:nonzero|argwhere|unique|masked_select|equal|allclose|where)\(|\.to\([^)]*cpu|mask\w*\s*\]"
+        r"|:\s*[A-Za-z_][\w.]*\s*[\],]"
     )
     # Every alternative above holds one of these; the regex itself then runs on hot lines only.
-    trigger_text = ("(", "if", "while", "assert", "mask")
+    trigger_text = ("(", "if", "while", "assert", "mask", ":")
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         hot = hot_paths(source)

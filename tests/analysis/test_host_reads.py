@@ -50,3 +50,12 @@ def test_a_masked_fill_reads_nothing() -> None:
 
 def test_torch_tensor_reads_the_values_inside_its_literal() -> None:
     assert _reads("x = torch.tensor([t] * n, device=device)") == [("tensor", "t")]
+
+
+def test_a_slice_bound_that_is_a_name_is_read() -> None:
+    # `key[b, :valid_len]`: Python turns the bound into an int (`__index__`), a sync for a device tensor.
+    assert _reads("key[b, :valid_len]\n") == [("bound", "valid_len")]
+
+
+def test_literal_slice_bounds_and_a_plain_index_read_nothing() -> None:
+    assert _reads("x[:, 1:-1]\ny = x[i]\n") == []

@@ -137,6 +137,9 @@ LEFT_ALONE = {
     "AceStepAudioTokenDetokenizer",
     "LTXLatentUpsamplerModel",
     "LTX2LatentUpsamplerModel",
+    # Its blocks sit in a child `nn.Module` (`LTX2VideoDiffusionDecoder3d`), whose `denoise` loops over them; the
+    # decode pipeline calls `diffusion_decoder.decode(...)` once per call (default: one decoder step).
+    "LTX2VideoDiffusionDecoderModel",
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from codemods.analysis.models.loop_arguments import is_scheduler_step
 from codemods.analysis.placement.place import Place, combine
 from codemods.source import call_argument, dotted_name
 
@@ -86,7 +87,8 @@ def call_place(places: Placer, call: ast.Call) -> Place:
             arguments = [places.place(a) for a in (*call.args, *(k.value for k in call.keywords))]
             return Place.DEVICE if Place.DEVICE in arguments else Place.UNKNOWN
         return Place.UNKNOWN
-    return Place.UNKNOWN
+    found = places.module.call_place(places, call) if places.module is not None else None
+    return found if found is not None else Place.UNKNOWN
 
 
 def torch_returns_tensor(name: str) -> bool:
@@ -214,8 +216,19 @@ def _tensor_or_unknown(places: Placer, node: ast.expr) -> Place:
 
 
 def splits(value: ast.expr) -> bool:
+    """A tensor op (or method) whose tuple's items are tensors where its input is: the parts of a split, and the
+    values and indices of `topk`/`sort`."""
     return (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
-        and value.func.attr in ("chunk", "split", "unbind", "tensor_split", "split_with_sizes")
+        and value.func.attr in ("chunk", "split", "unbind", "tensor_split", "split_with_sizes", "topk", "sort")
     )
+
+
+def is_step_output(places: Placer, node: ast.expr) -> bool:
+    """`<...>scheduler.step(...)`'s result, or a name only ever bound to one: its fields (`prev_sample`,
+    LLaDA2's `transfer_index`) are the tensors the step computed from its device inputs."""
+    if isinstance(node, ast.Name):
+        bindings = places.bindings.reaching(node.id, node)
+        return bool(bindings) and all(b.kind == "value" and is_scheduler_step(b.value) for b in bindings)
+    return is_scheduler_step(node)

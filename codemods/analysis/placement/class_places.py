@@ -18,6 +18,8 @@ from functools import cached_property
 from codemods.analysis.models.attributes import class_attributes
 from codemods.analysis.models.hot_paths import is_module_class, is_scheduler
 from codemods.analysis.placement.function_places import FunctionPlaces
+from codemods.analysis.placement.method_calls import built_class, callers, passed_argument
+from codemods.analysis.placement.module_calls import ModuleCalls, module_calls
 from codemods.analysis.placement.place import Place, join
 from codemods.source import Ancestors, SourceFile, dotted_name, statements
 
@@ -34,6 +36,8 @@ class ClassPlaces:
         self._in_progress: set[str] = set()
         self._functions: dict[int, FunctionPlaces] = {}
         self._returning: set[tuple[str, int]] = set()  # returned items being worked out (a recursion guard)
+        self._traced: dict[int, FunctionPlaces] = {}  # `annotations=False` places of the callers of a helper
+        self._passing: set[tuple[int, str, bool]] = set()  # parameters being placed from their callers (a guard)
 
     @cached_property
     def methods(self) -> dict[str, Function]:
@@ -66,8 +70,12 @@ class ClassPlaces:
         if id(function) not in self._functions:
             # A weak back-reference: a cycle here would keep every parsed tree alive in the scan
             # workers, which run with the garbage collector off.
-            self._functions[id(function)] = FunctionPlaces(function, weakref.proxy(self))
+            self._functions[id(function)] = FunctionPlaces(function, weakref.proxy(self), module=self._module)
         return self._functions[id(function)]
+
+    @cached_property
+    def _module(self) -> ModuleCalls | None:
+        return module_calls(self.source) if self.source is not None else None
 
     def attribute_place(self, name: str) -> Place:
         if name in self._attributes:
@@ -159,6 +167,42 @@ class ClassPlaces:
             return Place.HOST  # `get_num_transfer_tokens`: built on the CPU whatever it is handed
         return Place.DEVICE if found == {Place.DEVICE} else Place.UNKNOWN
 
+    def submodule_item_place(self, name: str, position: int) -> Place:
+        """Where item `position` of `self.<name>(...)`'s result lives, `self.<name>` a module of a class of this file
+        (`topk_idx, topk_weight, aux_loss = self.gate(x)`): what its `forward` returns there."""
+        if self.source is None or not self.is_module:
+            return Place.UNKNOWN
+        built = built_class(self.source.classes, self.methods.values(), name)
+        if built is None or not is_module_class(built) or built is self.cls:
+            return Place.UNKNOWN
+        return class_places(self.source, built).returned_item_place("forward", position)
+
+    def passed_place(self, method: Function, parameter: ast.arg, annotations: bool) -> Place:
+        """Where the value every `self.<method>(...)` call of this class passes for `parameter` lives: DEVICE where
+        each is (`annotations` as in `FunctionPlaces`), else UNKNOWN. A helper only this class calls sees nothing else."""
+        key = (id(method), parameter.arg, annotations)
+        found = callers(self.methods.values(), method) if key not in self._passing else None
+        if found is None:
+            return Place.UNKNOWN
+        self._passing.add(key)
+        places = set()
+        for caller, call in found:
+            value = passed_argument(method, call, parameter)
+            places.add(self._placer(caller, annotations).place(value) if value is not None else Place.UNKNOWN)
+            if places != {Place.DEVICE}:
+                break
+        self._passing.discard(key)
+        return Place.DEVICE if places == {Place.DEVICE} else Place.UNKNOWN
+
+    def _placer(self, method: Function, annotations: bool) -> FunctionPlaces:
+        if annotations:
+            return self.function(method)
+        if id(method) not in self._traced:
+            self._traced[id(method)] = FunctionPlaces(
+                method, weakref.proxy(self), annotations=False, module=self._module
+            )
+        return self._traced[id(method)]
+
     def may_exit_on_device(self, method: Function, name: str) -> bool:
         """Whether some path through `method` leaves `self.<name>` on the device."""
         places = self.function(method)
@@ -217,7 +261,7 @@ def places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces | None
                 cache[id(parent)] = ClassPlaces(parent, source)
             cache[id(function)] = cache[id(parent)].function(function)  # type: ignore[union-attr]
         else:
-            cache[id(function)] = FunctionPlaces(function)
+            cache[id(function)] = FunctionPlaces(function, module=module_calls(source))
     return cache[id(function)]  # type: ignore[return-value]
 
 
@@ -236,7 +280,7 @@ def traced_places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces
         return None
     cache: dict[int, FunctionPlaces] = source.memo("traced_function_places", dict)
     if id(found.function) not in cache:
-        cache[id(found.function)] = FunctionPlaces(found.function, found.cls, annotations=False)
+        cache[id(found.function)] = FunctionPlaces(found.function, found.cls, annotations=False, module=found.module)
     return cache[id(found.function)]
 
 

@@ -34,7 +34,12 @@ def device_place(places: Placer, device: ast.expr) -> Place:
         owner = places.place(device.value)
         if owner.is_tensor:
             return owner
-        if owner is Place.MODULE or device.attr == "_execution_device" or _unannotated_input(places, device.value):
+        if (
+            owner is Place.MODULE
+            or device.attr == "_execution_device"
+            or _unannotated_input(places, device.value)
+            or _pipeline_itself(places, device.value)
+        ):
             return Place.DEVICE
         return Place.UNKNOWN
     if isinstance(device, ast.Name):
@@ -74,6 +79,12 @@ def _unannotated_input(places: Placer, owner: ast.expr) -> bool:
     return bool(bindings) and all(
         b.kind == "parameter" and b.argument is not None and b.argument.annotation is None for b in bindings
     )
+
+
+def _pipeline_itself(places: Placer, owner: ast.expr) -> bool:
+    """`self` in a pipeline (a class that registers its models): `pipe.device` is the accelerator any of them is on,
+    the one the denoiser runs on in a CUDA run (`DiffusionPipeline.device` prefers a non-CPU component)."""
+    return isinstance(owner, ast.Name) and owner.id == "self" and places.cls is not None and bool(places.cls.components)
 
 
 def _device_name_place(places: Placer, device: ast.Name) -> Place:

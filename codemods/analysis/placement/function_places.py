@@ -21,18 +21,19 @@ import ast
 from typing import TYPE_CHECKING
 
 from codemods.analysis.models.cold_branches import is_other_backend_test
-from codemods.analysis.models.loop_arguments import is_scheduler_step
-from codemods.analysis.placement.call_places import call_place, splits
+from codemods.analysis.placement.call_places import call_place, is_step_output, splits
 from codemods.analysis.placement.device_places import device_place, may_be_on_device, set_timesteps_place
 from codemods.analysis.placement.place import Place, combine, join, parameter_place
-from codemods.analysis.schedules.schedule_calls import schedule_call
+from codemods.analysis.schedules.schedule_calls import is_scheduler_timesteps, names_scheduler, schedule_call
 from codemods.analysis.schedules.schedule_slices import sliced_argument, timesteps_slice_receiver
 from codemods.analysis.values.binding_sites import Binding
 from codemods.analysis.values.bindings import FunctionBindings
 from codemods.source import dotted_name, self_attribute
 
 if TYPE_CHECKING:
-    from codemods.analysis.placement.placer import MethodOwner
+    from collections.abc import Mapping
+
+    from codemods.analysis.placement.placer import MethodOwner, ModuleScope
 
 
 _NO_CYCLE = 1 << 30
@@ -53,12 +54,17 @@ class FunctionPlaces:
         function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
         cls: MethodOwner | None = None,
         annotations: bool = True,
+        given: Mapping[str, Place] | None = None,
+        module: ModuleScope | None = None,
     ):
         """`annotations=False`: a parameter annotated as a tensor is `UNKNOWN`, not `DEVICE`, so that `DEVICE`
-        means the function shows where the value was made or moved (what a finding's placement must rest on)."""
+        means the function shows where the value was made or moved (what a finding's placement must rest on).
+        `given`: where one call's arguments put the parameters; `module`: the file's functions, to place calls of them."""
         self.function = function
         self.cls = cls
         self.annotations = annotations
+        self.given = given
+        self.module = module
         self.bindings = FunctionBindings(function, skip_branch=lambda branch: is_other_backend_test(branch.test))
         self._memo: dict[int, Place] = {}
         self._binding_memo: dict[int, Place] = {}
@@ -137,13 +143,21 @@ class FunctionPlaces:
         if binding.kind == "element" and binding.value is not None:
             return self.element_place(binding.value)
         if binding.kind == "item" and binding.value is not None:
-            return self._item_place(binding.value, binding.position)
+            return self._item_place(binding.value, binding.position, binding.path)
         if binding.kind == "augmented" and binding.value is not None:
             target = binding.owner.target  # type: ignore[attr-defined]
             before = self.name_place(binding.name, target)
             return combine([before, self.place(binding.value)])
         if binding.kind == "parameter" and binding.argument is not None:
+            if self.given is not None:
+                return self.given.get(binding.name, Place.UNKNOWN)
             place = parameter_place(binding.argument)
+            if (
+                binding.argument.annotation is None
+                and self.cls is not None
+                and not isinstance(self.function, ast.Lambda)
+            ):
+                return self.cls.passed_place(self.function, binding.argument, self.annotations)
             return place if self.annotations or place is not Place.DEVICE else Place.UNKNOWN
         if binding.kind == "python":
             return Place.PYTHON
@@ -167,15 +181,24 @@ class FunctionPlaces:
         place = self.place(iterable)
         return place if place.is_tensor or place is Place.MODULE else Place.UNKNOWN
 
-    def _item_place(self, value: ast.expr, position: int) -> Place:
-        """The `position`-th name of `a, b = value`."""
+    def _item_place(self, value: ast.expr, position: int, path: tuple[int, ...] = ()) -> Place:
+        """The `position`-th name of `a, b = value` (`path`: the positions inside it, `(_, b), c = value`)."""
         schedule = schedule_call(value)
         if schedule is not None and schedule.by_helper:
             # diffusers' helper: (the scheduler's timesteps on `device`, the number of steps).
             if position == 1:
                 return Place.PYTHON
             return self.device_place(schedule.device) if schedule.device is not None else Place.UNKNOWN
+        found = (
+            self.module.call_place(self, value, (position, *path))
+            if self.module and isinstance(value, ast.Call)
+            else None
+        )
+        if found in (Place.DEVICE, Place.HOST) or path:
+            return found or Place.UNKNOWN  # `(_, seqlens_k), ... = _prepare_for_flash_attn_or_sage_varlen(...)`
         method = self_attribute(value.func) if isinstance(value, ast.Call) else None
+        if method is not None and self.cls is not None and method not in self.cls.methods:
+            return self.cls.submodule_item_place(method, position)  # `topk_idx, weight, loss = self.gate(x)`
         if method is not None and self.cls is not None:
             # `timesteps, n = self.get_timesteps(...)`: a slice of the schedule this function set.
             receiver = timesteps_slice_receiver(self.cls.methods.get(method)) if position == 0 else None
@@ -239,9 +262,9 @@ class FunctionPlaces:
             if self.assigns(f"self.{node.attr}"):
                 return self.name_place(f"self.{node.attr}", node)
             return self.cls.attribute_place(node.attr) if self.cls is not None else Place.UNKNOWN
-        if _is_scheduler_timesteps(node):
+        if is_scheduler_timesteps(node):
             return self._scheduler_timesteps_attribute_place(node)
-        if node.attr == "sigmas" and _is_scheduler(node.value):
+        if node.attr == "sigmas" and names_scheduler(node.value):
             # A tensor wherever `set_timesteps` left it: `.to(device=...)` of it lands on that device (LTX's
             # long multi-prompt loop reads `sigmas_current[i]` from such a copy).
             return Place.TENSOR
@@ -250,21 +273,13 @@ class FunctionPlaces:
         base = self.place(node.value)
         if node.attr in _PYTHON_ATTRIBUTES and (base.is_tensor or base is Place.MODULE):
             return Place.PYTHON
-        if base is Place.DEVICE and (node.attr in ("sample", "prev_sample") or self._is_step_output(node.value)):
+        if base is Place.DEVICE and (node.attr in ("sample", "prev_sample") or is_step_output(self, node.value)):
             return Place.DEVICE  # a model's (or a scheduler's) output read for its tensor: before the test below
         if base.is_tensor:
             return base if node.attr in _TENSOR_SAME_PLACE_ATTRIBUTES else Place.UNKNOWN
         if base is Place.MODULE and node.attr in _MODULE_TENSOR_ATTRIBUTES:
             return Place.DEVICE
         return Place.UNKNOWN
-
-    def _is_step_output(self, node: ast.expr) -> bool:
-        """`<...>scheduler.step(...)`'s result, or a name only ever bound to one: its fields (`prev_sample`,
-        LLaDA2's `transfer_index`) are the tensors the step computed from its device inputs."""
-        if isinstance(node, ast.Name):
-            bindings = self.bindings.reaching(node.id, node)
-            return bool(bindings) and all(b.kind == "value" and is_scheduler_step(b.value) for b in bindings)
-        return is_scheduler_step(node)
 
     def _scheduler_timesteps_attribute_place(self, node: ast.Attribute) -> Place:
         """`self.scheduler.timesteps`: on the device where this function set them with a device."""
@@ -278,14 +293,3 @@ class FunctionPlaces:
     def device_place(self, device: ast.expr) -> Place:
         """Where a tensor created or moved with `device=<device>` lives (codemods.analysis.placement.device_places)."""
         return device_place(self, device)
-
-
-def _is_scheduler_timesteps(node: ast.Attribute) -> bool:
-    return node.attr == "timesteps" and _is_scheduler(node.value)
-
-
-def _is_scheduler(node: ast.expr) -> bool:
-    """`self.scheduler`, `scheduler`, `self.sound_scheduler`: a name or attribute naming a scheduler."""
-    return isinstance(node, ast.Attribute | ast.Name) and (dotted_name(node) or "").rsplit(".", 1)[-1].endswith(
-        "scheduler"
-    )

@@ -1,7 +1,7 @@
 """Expressions that make the host read a tensor's value: where a device tensor means a sync.
 
 `host_reads(node)` says what a node forces onto the host, by shape alone (`x.item()`, `int(x)`,
-`if a < b:`, `torch.nonzero(x)`, `x[mask]`, `torch.tensor([t])`); whether the operand is on
+`if a < b:`, `torch.nonzero(x)`, `x[mask]`, `x[:n]`, `torch.tensor([t])`); whether the operand is on
 the device is for the caller to decide (`codemods.analysis.placement`). A comparison builds a
 tensor and costs nothing until Python needs its truth: only comparisons in an `if`, `while`,
 `assert`, conditional expression or comprehension filter count, and `is`/`in` never do.
@@ -44,7 +44,7 @@ class HostRead:
 
     node: ast.AST
     operand: ast.expr
-    kind: str  # item, tolist, numpy, cpu, nonzero, unique, mask, int, float, bool, compare, truth, minmax, tensor
+    kind: str  # item, tolist, numpy, cpu, nonzero, unique, mask, bound (`x[:n]`), int, float, bool, compare...
 
 
 _TESTS = (ast.If, ast.While, ast.IfExp, ast.Assert)  # a tuple: `A | B` would build a union on every call
@@ -58,8 +58,12 @@ def host_reads(node: ast.AST) -> Iterator[HostRead]:
             yield from _truth_reads(condition, condition)
     elif isinstance(node, ast.Call):
         yield from _call_reads(node)
-    elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _may_be_mask(node.slice):
-        yield HostRead(node, node.slice, "mask")
+    elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+        if _may_be_mask(node.slice):
+            yield HostRead(node, node.slice, "mask")
+        else:
+            for bound in _slice_bounds(node.slice):
+                yield HostRead(node, bound, "bound")  # `key[b, :valid_len]`: Python reads the bound (`__index__`)
 
 
 def _truth_reads(test: ast.expr, owner: ast.AST) -> Iterator[HostRead]:
@@ -130,6 +134,15 @@ def _moves_to_cpu(call: ast.Call) -> bool:
 
 def _is_method(node: ast.expr, names: tuple[str, ...]) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names
+
+
+def _slice_bounds(index: ast.expr) -> Iterator[ast.expr]:
+    """The bounds and steps of the slices in an index (`:n`, `a:b`, `b, :n`) that are not literals."""
+    for part in index.elts if isinstance(index, ast.Tuple) else [index]:
+        if isinstance(part, ast.Slice):
+            for bound in (part.lower, part.upper, part.step):
+                if bound is not None and not isinstance(bound, ast.Constant | ast.UnaryOp):
+                    yield bound
 
 
 def _may_be_mask(index: ast.expr) -> bool:

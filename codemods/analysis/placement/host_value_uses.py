@@ -44,8 +44,15 @@ _READ_COSTS = {
     "nonzero": ("`{expr}` has a data-dependent size", "use `torch.where(mask, a, b)` or keep the mask"),
     "unique": ("`{expr}` has a data-dependent size", "compute it {once}"),
     "mask": ("`{expr}` selects a data-dependent number of elements", "use `torch.where(mask, x, 0)` or keep the mask"),
+    "bound": (
+        "`{expr}` slices at a device value, which Python reads",
+        "a slice's bound is a size, a Python number, so no local rewrite removes the wait: one sync per slice, unless "
+        "the lengths come from the host (or a kernel takes them as a tensor, as varlen attention takes `cu_seqlens`)",
+    ),
 }
 
+# Tensor methods whose result's size, or values, only the data decides.
+_COUNTS = {"bincount", "histc", "unique", "unique_consecutive", "nonzero", "count_nonzero"}
 # Reads whose value may become a size (and then cannot "stay a tensor").
 _SIZE_READS = {"item", "tolist", "int", "cpu", "numpy"}
 
@@ -58,13 +65,60 @@ def no_local_remedy(kind: str, chain: list[ast.AST]) -> str | None:
             "the code needs the selected elements themselves (a reorder or a gather: their number is a size), so "
             "`torch.where` does not fit and no local rewrite removes the wait: one sync per read"
         )
+    if kind == "nonzero" and function is not None and packs_masked_rows(function, chain):
+        return (
+            "the indices pack the rows the mask keeps (their number is the packed length a varlen kernel takes), so "
+            "`torch.where` does not fit "
+            "and no local rewrite removes the wait: one sync per call"
+        )
     size = used_as_size(function, chain) if function is not None and kind in _SIZE_READS else None
     if size is not None:
+        counted = next((f"`{c}`" for c in _data_counts(chain[-1])), None)
+        way_out = (
+            f"; the sizes are counts of the device's data ({counted}), which no caller knows in advance"
+            if counted
+            else ", unless the caller passes the size from the host"
+        )
         return (
             f"the value is used as a size (`{size}`), which must be a Python number, so it cannot stay a tensor and "
-            "no local rewrite removes the wait: one sync per read, unless the caller passes the size from the host"
+            f"no local rewrite removes the wait: one sync per read{way_out}"
         )
     return None
+
+
+def _data_counts(read: ast.AST) -> list[str]:
+    """The calls under `read` that count the values of a tensor (`bincount`, `histc`): sizes only the data decides."""
+    return [
+        node.func.attr
+        for node in walk(read)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _COUNTS
+    ]
+
+
+def packs_masked_rows(function: ast.AST, chain: list[ast.AST]) -> bool:
+    """Whether the read at the end of `chain` takes the positions a mask keeps (`attn_mask.flatten().nonzero()`) and
+    binds names that then index a tensor (`key.reshape(-1, ...)[indices_k]`): the varlen kernels' packing."""
+    statement = next((n for n in reversed(chain) if isinstance(n, ast.Assign)), None)
+    read = chain[-1]
+    operand = read.func.value if isinstance(read, ast.Call) and isinstance(read.func, ast.Attribute) else None
+    if statement is None or operand is None or "mask" not in ast.unparse(operand).lower():
+        return False
+    names = {name for t in statement.targets for name in _bound_names(t)}
+    return any(
+        isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) and node.slice.id in names
+        for node in walk(function)
+    )
+
+
+def _stored_per_step(scope: ast.AST, chain: list[ast.AST]) -> bool:
+    """`buffer[i] = x.cpu()` in a denoising loop: the read fills a host buffer, one slot a step."""
+    statement = next((n for n in reversed(chain) if isinstance(n, ast.Assign)), None)
+    return (
+        isinstance(scope, STEP_LOOPS)
+        and statement is not None
+        and statement.value is chain[-1]
+        and all(isinstance(t, ast.Subscript) for t in statement.targets)
+    )
 
 
 def path_to(root: ast.AST, target: ast.AST) -> list[ast.AST]:
@@ -137,6 +191,8 @@ def _size_position(node: ast.AST, child: ast.AST) -> bool:
 def host_read_message(source: SourceFile, read: HostRead, scope: ast.AST, chain: list[ast.AST]) -> str:
     """What `read` costs in the hot `scope` (a denoising loop or a function), and the remedy that fits its use."""
     what, remedy = _READ_COSTS[read.kind]
+    if read.kind == "cpu" and _stored_per_step(scope, chain):
+        remedy = "fill a buffer kept on the device and copy it to the host once after the loop"
     remedy = no_local_remedy(read.kind, chain) or remedy
     expression = shortened(source.segment(read.node) if read.kind != "truth" else source.segment(read.operand))
     operand = shortened(source.segment(read.operand))
@@ -146,7 +202,7 @@ def host_read_message(source: SourceFile, read: HostRead, scope: ast.AST, chain:
         when = f"every call of `{scope.name}`"  # type: ignore[attr-defined]
         once = "once, outside the per-call code"
     subject = what.format(expr=expression)
-    if read.kind in ("compare", "minmax", "mask", "truth") and operand != expression:
+    if read.kind in ("compare", "minmax", "mask", "truth", "bound") and operand != expression:
         subject += f" (`{operand}` is on the device)"
     schedule_value = operand == "t" or "timestep" in operand or "sigma" in operand
     example = " (e.g. of the timesteps)" if schedule_value else ""

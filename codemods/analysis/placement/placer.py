@@ -24,6 +24,9 @@ class MethodOwner(Protocol):
     def is_module(self) -> bool: ...
 
     @property
+    def components(self) -> frozenset[str]: ...
+
+    @property
     def methods(self) -> Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef]: ...
 
     def attribute_place(self, name: str) -> Place: ...
@@ -32,13 +35,27 @@ class MethodOwner(Protocol):
 
     def returned_item_place(self, method_name: str, position: int) -> Place: ...
 
+    def submodule_item_place(self, name: str, position: int) -> Place: ...
+
+    def passed_place(
+        self, method: ast.FunctionDef | ast.AsyncFunctionDef, parameter: ast.arg, annotations: bool
+    ) -> Place: ...
+
+
+class ModuleScope(Protocol):
+    """The functions of the file a placed function is in (`ModuleCalls`, module_calls)."""
+
+    def call_place(self, caller: Placer, call: ast.Call, path: tuple[int, ...] = ()) -> Place | None: ...
+
 
 class Placer(Protocol):
     """A function whose values are being placed (`FunctionPlaces`)."""
 
     function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
     cls: MethodOwner | None
+    module: ModuleScope | None
     bindings: FunctionBindings
+    annotations: bool
 
     def place(self, node: ast.expr) -> Place: ...
 

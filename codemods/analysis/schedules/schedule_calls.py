@@ -34,3 +34,14 @@ def schedule_call(node: ast.AST) -> ScheduleCall | None:
     if (dotted_name(node.func) or "").rsplit(".", 1)[-1] in TIMESTEP_SOURCES and node.args:
         return ScheduleCall(node.args[0], call_argument(node, "device", 2), by_helper=True)
     return None
+
+
+def is_scheduler_timesteps(node: ast.Attribute) -> bool:
+    return node.attr == "timesteps" and names_scheduler(node.value)
+
+
+def names_scheduler(node: ast.expr) -> bool:
+    """`self.scheduler`, `scheduler`, `self.sound_scheduler`: a name or attribute naming a scheduler."""
+    return isinstance(node, ast.Attribute | ast.Name) and (dotted_name(node) or "").rsplit(".", 1)[-1].endswith(
+        "scheduler"
+    )

@@ -33,6 +33,7 @@ class Binding:
     position: int = 0
     operator: ast.operator | None = None
     argument: ast.arg | None = None
+    path: tuple[int, ...] = ()  # positions inside item `position`: `(_, b), c = f()` binds `b` at 0, path (1,)
 
 
 def bindings_by_name(function: Function, statements: list[ast.AST]) -> dict[str, list[Binding]]:
@@ -103,15 +104,23 @@ def _bind(target: ast.expr, owner: ast.AST, kind: str, value: ast.expr | None, a
             elif items is not None:
                 _bind(element, owner, kind, items[position], add)
             elif value is not None and kind == "value":
-                inner = local_or_self_name(element)
-                if inner is not None:
-                    add(Binding(inner, owner, "item", value, position=position))
-                else:
-                    _bind(element, owner, "unknown", None, add)
+                _bind_item(element, owner, value, (position,), add)
             else:
                 _bind(element, owner, "unknown", None, add)
     elif isinstance(target, ast.Starred):
         _bind(target.value, owner, "unknown", None, add)
+
+
+def _bind_item(target: ast.expr, owner: ast.AST, value: ast.expr, path: tuple[int, ...], add) -> None:
+    """`target`, the item at `path` of the tuple `value` gives: a name, or a tuple of them unpacked further."""
+    name = local_or_self_name(target)
+    if name is not None:
+        add(Binding(name, owner, "item", value, position=path[0], path=path[1:]))
+    elif isinstance(target, ast.Tuple | ast.List) and not any(isinstance(e, ast.Starred) for e in target.elts):
+        for position, element in enumerate(target.elts):
+            _bind_item(element, owner, value, (*path, position), add)
+    else:
+        _bind(target, owner, "unknown", None, add)
 
 
 def _bind_loop(target: ast.expr, iterable: ast.expr, owner: ast.AST, add) -> None:

@@ -1,0 +1,84 @@
+"""How a class's methods hand values to each other: what each `self.<method>(...)` call passes for a parameter,
+and which class of the same file a `self.<name>` submodule is built from.
+
+`ClassPlaces` (class_places) asks these questions to place a helper's unannotated parameter from its callers
+(HiDream's `moe_infer(x, flat_topk_idx, ...)`, called from `forward` with the gate's device indices) and the
+items of the tuple a submodule returns (`topk_idx, topk_weight, aux_loss = self.gate(x)`). Only the syntax lives
+here: which calls and which values; their places are for the caller to work out.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from codemods.source import self_attribute
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+# Called by whoever holds the object (a module's caller, Python itself): no call in the class shows all its inputs.
+_ENTRY_POINTS = {"forward", "__call__", "__init__"}
+
+
+def callers(methods: Iterable[Function], method: Function) -> list[tuple[Function, ast.Call]] | None:
+    """Every `self.<method>(...)` call in `methods`, with the method making it; None where the class may call it
+    otherwise (as a value, `*args`/`**kwargs`, a static or class method, an entry point) or never calls it."""
+    if (
+        method.name in _ENTRY_POINTS
+        or method.decorator_list
+        and not all(_keeps_arguments(d) for d in method.decorator_list)
+    ):
+        return None
+    found: list[tuple[Function, ast.Call]] = []
+    for caller in methods:
+        called = set()
+        for node in ast.walk(caller):
+            if isinstance(node, ast.Call) and self_attribute(node.func) == method.name:
+                if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                    return None
+                found.append((caller, node))
+                called.add(id(node.func))
+        for node in ast.walk(caller):
+            if isinstance(node, ast.Attribute) and self_attribute(node) == method.name and id(node) not in called:
+                return None  # `self.<method>` handed on as a value: called where this class does not show
+    return found or None
+
+
+def _keeps_arguments(decorator: ast.expr) -> bool:
+    """`@torch.no_grad()`, `@torch.inference_mode()`: the call's arguments reach the method unchanged."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return isinstance(target, ast.Attribute) and target.attr in ("no_grad", "inference_mode")
+
+
+def passed_argument(method: Function, call: ast.Call, parameter: ast.arg) -> ast.expr | None:
+    """What `call` (a `self.<method>(...)`) passes for `parameter`, by position or keyword; None: the default."""
+    keyword = next((k.value for k in call.keywords if k.arg == parameter.arg), None)
+    if keyword is not None:
+        return keyword
+    positional = [*method.args.posonlyargs, *method.args.args][1:]  # `self` is the receiver
+    position = next((i for i, a in enumerate(positional) if a is parameter), None)
+    return call.args[position] if position is not None and position < len(call.args) else None
+
+
+def built_class(classes: Iterable[ast.ClassDef], methods: Iterable[Function], name: str) -> ast.ClassDef | None:
+    """The class of this file every `self.<name> = <Class>(...)` of `methods` builds (none other assigns it)."""
+    built: set[str] = set()
+    for method in methods:
+        for node in ast.walk(method):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            if not any(self_attribute(t) == name for t in targets):
+                continue
+            value = node.value  # type: ignore[union-attr]
+            if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+                return None
+            built.add(value.func.id)
+    if len(built) != 1:
+        return None
+    (class_name,) = built
+    matching = [c for c in classes if c.name == class_name]
+    return matching[0] if len(matching) == 1 else None

@@ -1,0 +1,94 @@
+"""Where what a function of the same file returns lives, given where its caller's arguments live.
+
+`attn_mask = _normalize_attn_mask(attn_mask, batch_size, seq_len_kv)` in the varlen attention backends hands a
+device mask to a helper that reshapes and reduces it: the helper's returns are placed with its parameters bound
+to the places of the arguments of that one call (`FunctionPlaces(..., given=...)`), so the mask stays on the device
+for the `nonzero()` that follows. Calls that unpack `*args`/`**kwargs` and helpers under decorators other than a
+cache or a grad mode are left `UNKNOWN`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from codemods.analysis.placement.function_places import FunctionPlaces
+from codemods.analysis.placement.place import Place
+from codemods.analysis.values.enclosing import module_functions
+from codemods.source import SourceFile, dotted_name, statements
+
+if TYPE_CHECKING:
+    from codemods.analysis.placement.placer import Placer
+
+# Decorators that hand the call's arguments to the function and its result back unchanged.
+_TRANSPARENT_DECORATORS = ("cache", "no_grad", "inference_mode")
+
+
+class ModuleCalls:
+    """The top-level functions of one file, placed per call."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.functions = module_functions(tree)
+        self._results: dict[tuple, Place] = {}
+
+    def call_place(self, caller: Placer, call: ast.Call, path: tuple[int, ...] = ()) -> Place | None:
+        """Where `call`'s result lives (with `path`, the item at those positions of the tuples it returns: `(_, seqlens_k),
+        ... = _prepare_for_flash_attn_or_sage_varlen(...)`), `call` a call of a function of this file by its name;
+        None for any other call."""
+        function = self.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
+        if function is None:
+            return None
+        given = _given(function, call, caller)
+        if given is None or not all(_transparent(d) for d in function.decorator_list):
+            return Place.UNKNOWN
+        key = (id(function), tuple(sorted(given.items())), caller.annotations, path)
+        if key not in self._results:
+            self._results[key] = Place.UNKNOWN  # a recursion guard: a call under way places nothing
+            places = FunctionPlaces(function, annotations=caller.annotations, given=given, module=self)
+            returns = [s.value for s in statements(function.body) if isinstance(s, ast.Return)]
+            found = {self._item_place(places, value, path) if value is not None else Place.PYTHON for value in returns}
+            self._results[key] = next(iter(found)) if found in ({Place.DEVICE}, {Place.HOST}) else Place.UNKNOWN
+        return self._results[key]
+
+    def _item_place(self, places: FunctionPlaces, value: ast.expr, path: tuple[int, ...]) -> Place:
+        """The item at `path` of `value`, a returned expression: through tuple displays, and calls of this file's functions."""
+        while path and isinstance(value, ast.Tuple) and len(value.elts) > path[0]:
+            if any(isinstance(e, ast.Starred) for e in value.elts):
+                return Place.UNKNOWN
+            value, path = value.elts[path[0]], path[1:]
+        if not path:
+            return places.place(value)
+        found = self.call_place(places, value, path) if isinstance(value, ast.Call) else None
+        return found if found is not None else Place.UNKNOWN
+
+
+def _given(function: ast.FunctionDef, call: ast.Call, caller: Placer) -> dict[str, Place] | None:
+    """Where each parameter's value lives in this call (a default: Python where it is a constant); None: not known."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    if len(call.args) > len(positional):
+        return None
+    passed = {a.arg: value for a, value in zip(positional, call.args, strict=False)}
+    passed.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(arguments.defaults) :], arguments.defaults))
+    defaults.update({a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None})
+    given = {}
+    for parameter in (*positional, *arguments.kwonlyargs):
+        if parameter.arg in passed:
+            given[parameter.arg] = caller.place(passed[parameter.arg])
+        elif parameter.arg in defaults:
+            given[parameter.arg] = Place.PYTHON if isinstance(defaults[parameter.arg], ast.Constant) else Place.UNKNOWN
+        else:
+            return None
+    return given
+
+
+def _transparent(decorator: ast.expr) -> bool:
+    name = (dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator) or "").rsplit(".", 1)[-1]
+    return any(word in name for word in _TRANSPARENT_DECORATORS)
+
+
+def module_calls(source: SourceFile) -> ModuleCalls:
+    return source.memo("module_calls", lambda: ModuleCalls(source.tree))
