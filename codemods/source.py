@@ -16,6 +16,7 @@ from typing import Any
 
 from codemods.findings import NodeRef
 from codemods.lines import LineIndex, split_lines
+from codemods.node_index import NodeIndex
 
 _SUPPRESSION = re.compile(r"#\s*codemod:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 
@@ -61,7 +62,16 @@ class SourceFile:
 
     @cached_property
     def tree(self) -> ast.Module:
-        return ast.parse(self.text, filename=self.path)
+        tree = ast.parse(self.text, filename=self.path)
+        # Built with the tree, before any analysis asks about a part of it: every node then leads to this index.
+        self._index = NodeIndex(tree)
+        return tree
+
+    @property
+    def index(self) -> NodeIndex:
+        """Every node of `tree` by kind and subtree (what `nodes_within` answers for any node of it)."""
+        self.tree  # noqa: B018 (parses, building the index)
+        return self._index
 
     @cached_property
     def package(self) -> str:

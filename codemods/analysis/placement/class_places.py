@@ -19,6 +19,7 @@ from codemods.analysis.models.attributes import class_attributes
 from codemods.analysis.models.hot_paths import is_module_class, is_scheduler
 from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.place import Place, join
+from codemods.node_index import nodes_within
 from codemods.source import Ancestors, SourceFile, dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -187,8 +188,8 @@ class ClassPlaces:
 def attribute_assignments(method: Function, name: str) -> list[tuple[ast.stmt, ast.expr]]:
     """`self.<name> = value` statements of `method` (not of functions inside it), in source order."""
     found = []
-    for node in ast.walk(method):
-        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+    for node in nodes_within(method, ast.Assign | ast.AnnAssign, breadth_first=True):
+        if node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(
                 isinstance(t, ast.Attribute)
