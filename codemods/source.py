@@ -222,16 +222,22 @@ def statements(body: Iterable[ast.stmt], into_scopes: bool = False) -> Iterator[
 
     Statements are about a tenth of a tree's nodes: walking only them is what keeps facts cheap.
     """
-    for statement in body:
+    pending = list(body)
+    pending.reverse()
+    while pending:  # a stack, not nested generators: each yield would pass through every enclosing one
+        statement = pending.pop()
         yield statement
         if not into_scopes and isinstance(statement, _SCOPES):
             continue
+        inner: list[ast.stmt] = []
         for field in ("body", "orelse", "finalbody"):
-            yield from statements(getattr(statement, field, ()), into_scopes)
+            inner.extend(getattr(statement, field, ()))
         for handler in getattr(statement, "handlers", ()):
-            yield from statements(handler.body, into_scopes)
+            inner.extend(handler.body)
         for case in getattr(statement, "cases", ()):
-            yield from statements(case.body, into_scopes)
+            inner.extend(case.body)
+        inner.reverse()
+        pending.extend(inner)
 
 
 def enclosing(ancestors: Ancestors, kind: type[ast.AST] | tuple[type[ast.AST], ...]) -> ast.AST | None:
