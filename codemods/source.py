@@ -16,6 +16,7 @@ from typing import Any
 
 from codemods.findings import NodeRef
 from codemods.lines import LineIndex, split_lines
+from codemods.node_index import NodeIndex
 
 _SUPPRESSION = re.compile(r"#\s*codemod:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 
@@ -61,7 +62,16 @@ class SourceFile:
 
     @cached_property
     def tree(self) -> ast.Module:
-        return ast.parse(self.text, filename=self.path)
+        tree = ast.parse(self.text, filename=self.path)
+        # Built with the tree, before any analysis asks about a part of it: every node then leads to this index.
+        self._index = NodeIndex(tree)
+        return tree
+
+    @property
+    def index(self) -> NodeIndex:
+        """Every node of `tree` by kind and subtree (what `nodes_within` answers for any node of it)."""
+        self.tree  # noqa: B018 (parses, building the index)
+        return self._index
 
     @cached_property
     def package(self) -> str:
@@ -212,16 +222,22 @@ def statements(body: Iterable[ast.stmt], into_scopes: bool = False) -> Iterator[
 
     Statements are about a tenth of a tree's nodes: walking only them is what keeps facts cheap.
     """
-    for statement in body:
+    pending = list(body)
+    pending.reverse()
+    while pending:  # a stack, not nested generators: each yield would pass through every enclosing one
+        statement = pending.pop()
         yield statement
         if not into_scopes and isinstance(statement, _SCOPES):
             continue
+        inner: list[ast.stmt] = []
         for field in ("body", "orelse", "finalbody"):
-            yield from statements(getattr(statement, field, ()), into_scopes)
+            inner.extend(getattr(statement, field, ()))
         for handler in getattr(statement, "handlers", ()):
-            yield from statements(handler.body, into_scopes)
+            inner.extend(handler.body)
         for case in getattr(statement, "cases", ()):
-            yield from statements(case.body, into_scopes)
+            inner.extend(case.body)
+        inner.reverse()
+        pending.extend(inner)
 
 
 def enclosing(ancestors: Ancestors, kind: type[ast.AST] | tuple[type[ast.AST], ...]) -> ast.AST | None:

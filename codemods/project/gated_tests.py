@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from codemods.node_index import nodes_within
 from codemods.project.index import FileMemo, ProjectIndex, package_root, uncached
 
 
@@ -203,9 +204,9 @@ def _base_name(base: ast.expr) -> str:
 
 def _names_read(function: ast.FunctionDef) -> frozenset[str]:
     """Attribute names the function reads: `x.name`, and `getattr(x, "name")`/`hasattr(x, "name")`."""
-    names = {node.attr for node in ast.walk(function) if isinstance(node, ast.Attribute)}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr"):
+    names = {node.attr for node in nodes_within(function, ast.Attribute)}
+    for node in nodes_within(function, ast.Call):
+        if getattr(node.func, "id", None) in ("getattr", "hasattr"):
             if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
                 names.add(node.args[1].value)
     return frozenset(names)
@@ -217,8 +218,8 @@ def _model_class(cls: ast.ClassDef) -> str | None:
             if any(isinstance(t, ast.Name) and t.id == "model_class" for t in statement.targets):
                 return statement.value.id
         if isinstance(statement, ast.FunctionDef) and statement.name == "model_class":
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+            for node in nodes_within(statement, ast.Return):
+                if isinstance(node.value, ast.Name):
                     return node.value.id
     return None
 

@@ -5,6 +5,7 @@ import re
 from collections.abc import Iterator
 
 from codemods.findings import Finding
+from codemods.node_index import nodes_within
 from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile, dotted_name, enclosing
@@ -169,7 +170,7 @@ def _complex_origin(value: ast.expr, function: ast.AST | None, cls: ast.AST | No
 
 def _name_origin(name: str, function: ast.AST, cls: ast.AST | None, depth: int) -> str | None:
     """A local name bound to a complex value, or a list built by appending complex values."""
-    for node in ast.walk(function):
+    for node in nodes_within(function, ast.Assign | ast.Call, breadth_first=True):
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             found = _complex_origin(node.value, function, cls, depth + 1)
             if found:
@@ -191,7 +192,7 @@ def _name_origin(name: str, function: ast.AST, cls: ast.AST | None, depth: int) 
 def _method_origin(method: str, cls: ast.AST, depth: int) -> str | None:
     for item in getattr(cls, "body", ()):
         if isinstance(item, ast.FunctionDef) and item.name == method:
-            returns = [n.value for n in ast.walk(item) if isinstance(n, ast.Return) and n.value is not None]
+            returns = [n.value for n in nodes_within(item, ast.Return, breadth_first=True) if n.value is not None]
             found = [_complex_origin(r, item, cls, depth + 1) for r in returns]
             if returns and all(found):
                 return f"`self.{method}()` returns {found[0]}"

@@ -21,6 +21,7 @@ from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.method_calls import built_class, callers, passed_argument
 from codemods.analysis.placement.module_calls import ModuleCalls, module_calls
 from codemods.analysis.placement.place import Place, join
+from codemods.node_index import nodes_within
 from codemods.source import Ancestors, SourceFile, dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -231,8 +232,8 @@ class ClassPlaces:
 def attribute_assignments(method: Function, name: str) -> list[tuple[ast.stmt, ast.expr]]:
     """`self.<name> = value` statements of `method` (not of functions inside it), in source order."""
     found = []
-    for node in ast.walk(method):
-        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+    for node in nodes_within(method, ast.Assign | ast.AnnAssign, breadth_first=True):
+        if node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(
                 isinstance(t, ast.Attribute)

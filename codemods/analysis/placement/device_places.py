@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from codemods.analysis.placement.call_places import moved_place
 from codemods.analysis.placement.place import Place, join
 from codemods.analysis.schedules.schedule_calls import schedule_call
+from codemods.node_index import nodes_within
 from codemods.source import call_argument, dotted_name
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def _device_name_place(places: Placer, device: ast.Name) -> Place:
 
 def set_timesteps_place(places: Placer, receiver: str) -> Place:
     """Where the function put `<receiver>.timesteps`: the device it passed to `set_timesteps` (or `retrieve_timesteps`)."""
-    for node in ast.walk(places.function):
+    for node in nodes_within(places.function, ast.Call, breadth_first=True):
         schedule = schedule_call(node)
         if schedule is not None and schedule.device is not None and ast.unparse(schedule.scheduler) == receiver:
             return device_place(places, schedule.device)

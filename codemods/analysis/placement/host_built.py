@@ -12,6 +12,7 @@ import ast
 
 from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.host_reads import HostRead
+from codemods.node_index import nodes_within
 from codemods.source import dotted_name
 
 # Reads that bring a value back: where the host made the tensor from its own numbers, it already had them.
@@ -76,7 +77,7 @@ def _int_parameter(name: str, places: FunctionPlaces) -> bool:
 def _written(name: str, function: ast.AST) -> bool:
     """Whether anything may change `name`'s elements: a store into it, an in-place method, or a call
     it is passed to other than a torch function without `out=` (those return new tensors)."""
-    for node in ast.walk(function):
+    for node in nodes_within(function, ast.Subscript | ast.Call):
         if isinstance(node, ast.Subscript) and _is(node.value, name) and not isinstance(node.ctx, ast.Load):
             return True
         if not isinstance(node, ast.Call):

@@ -15,6 +15,7 @@ import ast
 from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.place import Place
 from codemods.analysis.schedules.sigma_taint import SigmaTaint
+from codemods.node_index import nodes_within
 from codemods.source import dotted_name
 
 FROM_DATA = {"tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor", "IntTensor", "BoolTensor"}
@@ -81,7 +82,7 @@ def device_meeting(call: ast.Call, function: ast.AST, places: FunctionPlaces) ->
     """The first operation in `function` that combines `call`'s value (or one derived from it) with a device tensor."""
     flow = SigmaTaint(function, lambda node: "vector" if node is call else None, {}, places)  # type: ignore[arg-type]
     meetings = []
-    for node in ast.walk(function):
+    for node in nodes_within(function, ast.BinOp | ast.AugAssign | ast.Call | ast.Subscript, breadth_first=True):
         if isinstance(node, ast.BinOp):
             operands = [node.left, node.right]
         elif isinstance(node, ast.AugAssign):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from codemods.node_index import names_within, nodes_within
 from codemods.source import SourceFile, dotted_name
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def _same_view(kept: ast.expr, target: ast.expr, branch: ast.If, places: Functio
     if block is None:
         return False
     between = block[_index(block, made) + 1 : _index(block, branch)]
-    names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} | {kept.id}
+    names = {n.id for n in nodes_within(target, ast.Name)} | {kept.id}
     return not any(_binds(between, name) for name in names)
 
 
@@ -110,7 +111,7 @@ def _basic_slice(node: ast.expr) -> bool:
 
 def _block_holding(function: ast.AST, first: ast.AST, second: ast.AST) -> list[ast.stmt] | None:
     """The statement list holding both statements, `first` before `second`."""
-    for node in ast.walk(function):
+    for node in nodes_within(function, ast.stmt | ast.excepthandler | ast.match_case):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if isinstance(block, list) and any(s is first for s in block) and any(s is second for s in block):
@@ -124,11 +125,11 @@ def _index(block: list[ast.stmt], statement: ast.AST) -> int:
 
 def _binds(statements: list[ast.stmt], name: str) -> bool:
     for statement in statements:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store | ast.Del):
-                return True
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == name:
-                return True
+        if any(isinstance(node.ctx, ast.Store | ast.Del) for node in names_within(statement, name)):
+            return True
+        scopes = nodes_within(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        if any(node.name == name for node in scopes):
+            return True
     return False
 
 

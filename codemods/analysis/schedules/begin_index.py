@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+from codemods.node_index import method_calls_within, nodes_within
 from codemods.source import dotted_name
 
 
@@ -12,9 +13,9 @@ def begin_index_set(cls: ast.ClassDef) -> set[str] | None:
     """The schedulers whose begin index the class sets itself; None when it sets one it does not name
     (`scheduler.set_begin_index(...)` on a helper's parameter, which may be any of them)."""
     handled: set[str] = set()
-    parameters = {a.arg for n in ast.walk(cls) if isinstance(n, ast.arguments) for a in (*n.args, *n.kwonlyargs)}
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_begin_index":
+    parameters = {a.arg for n in nodes_within(cls, ast.arguments) for a in (*n.args, *n.kwonlyargs)}
+    for node in method_calls_within(cls, "set_begin_index"):
+        if isinstance(node.func, ast.Attribute):
             receiver = dotted_name(node.func.value)
             if receiver is None or receiver in parameters:
                 return None
@@ -26,7 +27,7 @@ def begin_index_anchor(method: ast.FunctionDef, loop: ast.For) -> ast.stmt | Non
     """The statement to insert before: the loop, or the `with self.progress_bar(...)` that holds it, where
     what the `with` runs before the loop leaves the schedulers alone (CogVideoX-Fun sets
     `old_pred_original_sample = None` there): diffusers sets the begin index before the `with`."""
-    for node in ast.walk(method):
+    for node in nodes_within(method, ast.stmt):
         for block in _blocks(node):
             for statement in block:
                 if statement is loop:
@@ -40,8 +41,7 @@ def begin_index_anchor(method: ast.FunctionDef, loop: ast.For) -> ast.stmt | Non
 def _touches_a_scheduler(statement: ast.stmt) -> bool:
     return any(
         "scheduler" in (node.id if isinstance(node, ast.Name) else node.attr)
-        for node in ast.walk(statement)
-        if isinstance(node, ast.Name | ast.Attribute)
+        for node in nodes_within(statement, ast.Name | ast.Attribute)
     )
 
 

@@ -20,6 +20,7 @@ import ast
 from codemods.analysis.schedules.schedule_calls import schedule_call
 from codemods.analysis.schedules.second_schedule import shared_schedule_blocker
 from codemods.analysis.schedules.stepped_schedulers import SteppedScheduler
+from codemods.node_index import nodes_within
 from codemods.source import dotted_name, shortened, statements
 
 _INTERRUPT = ("self.interrupt", "self._interrupt")
@@ -103,22 +104,25 @@ def _continue_line(statement: ast.stmt) -> int:
     return next(n.lineno for n in _loop_statements(statement) if isinstance(n, ast.Continue))
 
 
+# Where a call may not run: a conditional expression, a short-circuit, a lambda or a comprehension.
+_CONDITIONAL = ast.IfExp | ast.BoolOp | ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
+
+
 def _holds(block: list[ast.stmt], targets: set[int]) -> bool:
-    return any(id(node) in targets for statement in block for node in ast.walk(statement))
+    """`targets`: the ids of the loop's `step()` calls."""
+    return any(id(node) in targets for statement in block for node in nodes_within(statement, ast.Call))
 
 
 def _conditional_within(statement: ast.stmt, targets: set[int]) -> bool:
     """`target` sits in a branch of a conditional expression, a short-circuit, a lambda or a comprehension."""
-    for node in ast.walk(statement):
+    for node in nodes_within(statement, _CONDITIONAL):
         if isinstance(node, ast.IfExp):
             branches = [node.body, node.orelse]
         elif isinstance(node, ast.BoolOp):
             branches = node.values[1:]
-        elif isinstance(node, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
-            branches = [node]
         else:
-            continue
-        if any(id(inner) in targets for branch in branches for inner in ast.walk(branch)):
+            branches = [node]
+        if any(id(inner) in targets for branch in branches for inner in nodes_within(branch, ast.Call)):
             return True
     return False
 
@@ -153,16 +157,15 @@ def _invariant(test: ast.expr, assigned: set[str]) -> bool:
 
     Pipeline attributes (`self.do_classifier_free_guidance`) are not: a step-end callback may change them.
     """
-    allowed = (ast.Name, ast.Constant, ast.BoolOp, ast.UnaryOp, ast.Compare, ast.boolop, ast.unaryop, ast.cmpop)
-    allowed += (ast.expr_context,)
-    nodes = list(ast.walk(test))
+    allowed = (ast.Name, ast.Constant, ast.BoolOp, ast.UnaryOp, ast.Compare)
+    nodes = nodes_within(test, ast.AST)  # without operators and contexts: those of allowed nodes are all allowed
     if not all(isinstance(node, allowed) for node in nodes):
         return False
     return not any(isinstance(node, ast.Name) and node.id in assigned for node in nodes)
 
 
 def _assigned_in(scope: ast.AST) -> set[str]:
-    return {node.id for node in ast.walk(scope) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+    return {node.id for node in nodes_within(scope, ast.Name) if not isinstance(node.ctx, ast.Load)}
 
 
 def _iterated(iterable: ast.expr) -> ast.expr:

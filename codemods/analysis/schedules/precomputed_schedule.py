@@ -19,6 +19,8 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from codemods.node_index import names_within, nodes_within
+
 PRECOMPUTED = "_precomputed_t_norms"
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
@@ -162,7 +164,7 @@ def _replayed(node: ast.expr, name: str, previous: ast.expr | None, step: str, s
 
 
 def _has_schedule(node: ast.expr, schedule: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == schedule for n in ast.walk(node))
+    return bool(names_within(node, schedule))
 
 
 def _is_number(node: ast.expr) -> bool:
@@ -175,13 +177,17 @@ def _is_int(node: ast.expr, value: int) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int and node.value == value
 
 
+# What may rebind a name or change it in place.
+_CHANGING = ast.Name | ast.Subscript | ast.Attribute | ast.Global | ast.Nonlocal | ast.arg | ast.Call
+
+
 def _changed_names(nodes: Sequence[ast.AST]) -> set[str]:
     """Names these nodes rebind, or change in place (`x[...] = `, `x += `, `x.add_(...)`, `out=x`)."""
     changed: set[str] = set()
     for root in nodes:
         # A comprehension's `for t in ...` binds its own `t` (Python 3 scopes); a walrus in it does not.
-        own = {id(n) for c in ast.walk(root) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)}
-        for node in ast.walk(root):
+        own = {id(n) for c in nodes_within(root, ast.comprehension) for n in nodes_within(c.target, ast.Name)}
+        for node in nodes_within(root, _CHANGING):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
                 if id(node) not in own:
                     changed.add(node.id)
@@ -212,7 +218,7 @@ def _root_names(node: ast.AST) -> set[str]:
 
 def _names_in(node: ast.AST) -> set[str]:
     names: set[str] = set()
-    for child in ast.walk(node):
+    for child in nodes_within(node, ast.Name | ast.arg | ast.Global | ast.Nonlocal | ast.Attribute):
         if isinstance(child, ast.Name):
             names.add(child.id)
         elif isinstance(child, ast.arg):

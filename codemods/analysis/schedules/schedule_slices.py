@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from codemods.analysis.schedules.schedule_calls import schedule_call
+from codemods.node_index import names_within, nodes_within
 from codemods.source import dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -40,7 +41,7 @@ def sliced_argument(method: Function | None, call: ast.expr) -> ast.expr | None:
     if len(sliced) != 1 or len(assigned) != 1:
         return None
     (name,) = sliced
-    if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(method)):
+    if any(isinstance(n.ctx, ast.Store) for n in names_within(method, name)):
         if name != _returned_name(method):
             return None  # rebound: the slice may be of something else than what the caller passed
     positional = [a.arg for a in (*method.args.posonlyargs, *method.args.args)][1:]  # without `self`
@@ -74,7 +75,7 @@ def _returned_assignments(method: Function | None) -> list[ast.expr] | None:
     name = _returned_name(method)
     if name is None:
         return None
-    stores = [n for n in ast.walk(method) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+    stores = [n for n in names_within(method, name) if isinstance(n.ctx, ast.Store)]
     assigned = [
         s.value
         for s in statements(method.body)
@@ -96,4 +97,4 @@ def _timesteps_receiver(value: ast.expr | None) -> str | None:
 
 
 def _sets_a_schedule(method: Function) -> bool:
-    return any(schedule_call(node) is not None for node in ast.walk(method))
+    return any(schedule_call(node) is not None for node in nodes_within(method, ast.Call))

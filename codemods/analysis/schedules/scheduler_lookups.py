@@ -19,7 +19,7 @@ from weakref import WeakKeyDictionary
 
 from codemods.project.facts import ClassFacts
 from codemods.project.index import ProjectIndex
-from codemods.source import self_attribute
+from codemods.source import self_attribute, statements
 
 # diffusers' name for the lookup; it is not followed (its body is the lookup: `nonzero`, `argmin`...).
 LOOKUP_METHOD = "index_for_timestep"
@@ -241,7 +241,7 @@ def _methods_of(text: str, class_line: int) -> dict[str, ast.FunctionDef]:
     """The methods of the class defined at `class_line` (a scheduler file is parsed once per run)."""
     return {
         node.name: node
-        for cls in ast.walk(_parsed(text))
+        for cls in statements(_parsed(text).body, into_scopes=True)
         if isinstance(cls, ast.ClassDef) and cls.lineno == class_line
         for node in cls.body
         if isinstance(node, ast.FunctionDef)

@@ -14,6 +14,7 @@ import ast
 
 from codemods.analysis.schedules.schedule_calls import schedule_call
 from codemods.analysis.schedules.stepped_schedulers import SteppedScheduler
+from codemods.node_index import names_within, nodes_within
 from codemods.source import dotted_name, statements
 
 
@@ -35,11 +36,11 @@ def _copy_blocker(scheduler: SteppedScheduler, method: ast.AST, loop: ast.For, o
     name, (binding,) = scheduler.expression, scheduler.bindings
     between = [
         node
-        for node in ast.walk(method)
-        if isinstance(node, ast.Call) and binding.end_lineno < node.lineno < loop.lineno  # type: ignore[operator]
+        for node in nodes_within(method, ast.Call, breadth_first=True)
+        if binding.end_lineno < node.lineno < loop.lineno  # type: ignore[operator]
     ]
     own = [_sets_schedule(call, name) for call in between if _sets_schedule(call, name) is not None]
-    owners = [_sets_schedule(call, owner) for call in ast.walk(method) if isinstance(call, ast.Call)]
+    owners = [_sets_schedule(call, owner) for call in nodes_within(method, ast.Call, breadth_first=True)]
     owners = [call for call in owners if call is not None and call.lineno < loop.lineno]
     if not own:
         if owners and all(call.lineno < binding.lineno for call in owners):
@@ -58,7 +59,7 @@ def _paired_schedule(scheduler: SteppedScheduler, method: ast.AST, loop: ast.For
     makes its i-th `step()` use."""
     name = scheduler.expression
     bound = max((b.end_lineno or b.lineno for b in scheduler.bindings), default=0)
-    calls = [node for node in ast.walk(method) if isinstance(node, ast.Call) and node.lineno < loop.lineno]
+    calls = [node for node in nodes_within(method, ast.Call, breadth_first=True) if node.lineno < loop.lineno]
     own = [call for call in calls if call.lineno > bound and _sets_schedule(call, name) is not None]
     owners = [call for call in calls if _sets_schedule(call, owner) is not None]
     if not (len(own) == 1 and len(owners) == 1 and _same_arguments(own[0], owners[0])):
@@ -69,7 +70,7 @@ def _paired_schedule(scheduler: SteppedScheduler, method: ast.AST, loop: ast.For
         and dotted_name(node.value) == _schedule_name(method, own[0], name)
         and isinstance(node.slice, ast.Name)
         and node.slice.id == counter
-        for node in ast.walk(loop)
+        for node in nodes_within(loop, ast.Subscript)
     )
 
 
@@ -94,15 +95,13 @@ def _iteration_counter(loop: ast.For) -> str | None:
     if not counts or iterable.keywords:  # type: ignore[union-attr]
         return None
     counter = target.elts[0].id
-    stores = (
-        n for n in ast.walk(loop) if isinstance(n, ast.Name) and n.id == counter and not isinstance(n.ctx, ast.Load)
-    )
+    stores = (n for n in names_within(loop, counter) if not isinstance(n.ctx, ast.Load))
     return counter if sum(1 for _ in stores) == 1 else None  # the loop's own target only
 
 
 def _bound_once(method: ast.AST, name: str) -> bool:
     return (
-        sum(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(method)) == 1
+        sum(not isinstance(n.ctx, ast.Load) for n in names_within(method, name)) == 1
     )
 
 

@@ -15,6 +15,7 @@ from codemods.analysis.placement.class_places import ClassPlaces
 from codemods.analysis.schedules.delegated_calls import delegated_call_blocker
 from codemods.analysis.schedules.sigma_flow import DelegatedCall, SigmaFlow, SigmaFlowAnalysis, SigmaUse, Taint
 from codemods.analysis.values.types import attribute_types
+from codemods.node_index import nodes_within
 from codemods.project.index import ProjectIndex
 from codemods.source import SourceFile, dotted_name, spans_a_line
 
@@ -60,7 +61,7 @@ def sigma_consumers(source: SourceFile) -> list[SigmaConsumer]:
             n for n in owner.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and spans_a_line(n, lines)
         ]
         names = [
-            m.name for m in methods if any(_scheduler_sigmas(n) for n in ast.walk(m) if isinstance(n, ast.Attribute))
+            m.name for m in methods if any(_scheduler_sigmas(n) for n in nodes_within(m, ast.Attribute))
         ]
         if names:
             places = ClassPlaces(owner, source)

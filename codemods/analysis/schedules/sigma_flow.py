@@ -33,6 +33,7 @@ from codemods.analysis.schedules.sigma_uses import (
     shown,
     stores_scalar,
 )
+from codemods.node_index import nodes_within
 from codemods.source import dotted_name, shortened
 
 
@@ -141,7 +142,7 @@ class SigmaFlowAnalysis:
             self.flows[function.name] = flow
         self._record(flow, function)
         returned = [
-            flow.taint(n.value) for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None
+            flow.taint(n.value) for n in nodes_within(function, ast.Return, breadth_first=True) if n.value is not None
         ]
         result = "vector" if "vector" in returned else "scalar" if "scalar" in returned else None
         self._done[key] = result
@@ -241,9 +242,7 @@ def _hands_to_host_library(node: ast.AST, flow: SigmaTaint) -> bool:
 
 
 def _reads_attributes(function: Function, names: set[str]) -> bool:
-    return any(
-        isinstance(n, ast.Attribute) and n.attr in names and dotted_name(n.value) == "self" for n in ast.walk(function)
-    )
+    return any(n.attr in names and dotted_name(n.value) == "self" for n in nodes_within(function, ast.Attribute))
 
 
 def _bind_arguments(callee: Function, call: ast.Call, flow: SigmaTaint) -> dict[str, Taint]:

@@ -18,6 +18,7 @@ from codemods.analysis.placement.place import Place
 from codemods.analysis.schedules.sigma_flow import SigmaFlow, SigmaFlowAnalysis, SigmaUse
 from codemods.analysis.schedules.sigma_taint import Taint
 from codemods.analysis.values.device_moves import device_move
+from codemods.node_index import nodes_within
 from codemods.source import SourceFile, dotted_name
 
 _SETTER = "set_timesteps"
@@ -96,7 +97,7 @@ def may_be_on_device(places: ClassPlaces, method: ast.FunctionDef, sigmas: ast.e
 
 
 def reads_sigmas(method: ast.AST) -> bool:
-    return any(self_sigmas(n) for n in ast.walk(method) if isinstance(n, ast.Attribute))
+    return any(self_sigmas(n) for n in nodes_within(method, ast.Attribute))
 
 
 def final_assignment(setter: ast.FunctionDef) -> ast.stmt:
@@ -108,7 +109,7 @@ def anchor(setter: ast.FunctionDef) -> ast.stmt | None:
     found = None
     for statement in setter.body:
         touches = any(
-            self_sigmas(n) or _is_self_store(n, "sigmas") for n in ast.walk(statement) if isinstance(n, ast.Attribute)
+            self_sigmas(n) or _is_self_store(n, "sigmas") for n in nodes_within(statement, ast.Attribute)
         )
         resets = isinstance(statement, ast.Assign) and any(
             isinstance(t, ast.Attribute) and t.attr in _RESETS and dotted_name(t.value) == "self"
@@ -131,7 +132,7 @@ def why_no_fix(setter: ast.FunctionDef, needs: list[SigmaUse]) -> str | None:
             f"line {needs[0].line} {needs[0].why} (`{needs[0].text}`), a use this rule cannot show to work with "
             "CPU sigmas"
         )
-    early = [n for n in ast.walk(setter) if isinstance(n, ast.Return) and n is not setter.body[-1]]
+    early = [n for n in nodes_within(setter, ast.Return, breadth_first=True) if n is not setter.body[-1]]
     if early:
         return f"`set_timesteps` returns early (line {early[0].lineno}); the sigmas must move on every path, by hand"
     return None

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.place import Place
 from codemods.analysis.values.binding_sites import Binding
+from codemods.node_index import in_walk_order, method_calls_within, nodes_within
 from codemods.source import dotted_name
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -45,7 +46,8 @@ class SigmaTaint:
         self._memo: dict[int, Taint | None] = {}
         self._bindings: dict[int, Taint | None] = {}
         self._in_progress: set[int] = set()
-        self._appends = [n for n in ast.walk(function) if is_append(n) and isinstance(n.func.value, ast.Name)]
+        appends = method_calls_within(function, "append")
+        self._appends = [n for n in in_walk_order(appends) if is_append(n) and isinstance(n.func.value, ast.Name)]
 
     def taint(self, node: ast.expr) -> Taint | None:
         """What of the sigmas `node` holds: one sigma, the vector (or a slice), or nothing."""
@@ -175,8 +177,8 @@ class SigmaTaint:
 
 def _same_loop(call: ast.AST, use: ast.AST, function: Function) -> bool:
     """Both inside one loop, the append after the use: it reaches the use on the next iteration."""
-    for loop in ast.walk(function):
-        if isinstance(loop, ast.For | ast.While) and loop.lineno < getattr(use, "lineno", 0) < getattr(
+    for loop in nodes_within(function, ast.For | ast.While):
+        if loop.lineno < getattr(use, "lineno", 0) < getattr(
             call, "lineno", 0
         ) <= (loop.end_lineno or 0):
             return True
@@ -242,7 +244,7 @@ def _is_int_index(index: ast.expr, flow: SigmaTaint) -> bool:
 
 def _bound_to_int(function: Function, name: str, flow: SigmaTaint) -> bool:
     values = []
-    for node in ast.walk(function):
+    for node in nodes_within(function, ast.Assign | ast.For, breadth_first=True):
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             values.append(node.value)
         elif isinstance(node, ast.For) and isinstance(node.target, ast.Name) and node.target.id == name:

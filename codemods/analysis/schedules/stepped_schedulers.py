@@ -19,6 +19,7 @@ from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.place import Place
 from codemods.analysis.schedules.schedule_calls import schedule_call
 from codemods.analysis.values.types import Types, attribute_types
+from codemods.node_index import method_calls_within, names_within, nodes_within
 from codemods.source import SourceFile, dotted_name, spans_a_line, statements
 
 STEP_CALL = re.compile(r"scheduler\.step\(")  # no leading \b: a literal prefix searches fast
@@ -84,7 +85,7 @@ def stepping_loops(method: ast.FunctionDef | ast.AsyncFunctionDef, step_lines: l
     loops = [
         n
         for n in statements(method.body)
-        if is_denoising_loop(n) and spans_a_line(n, step_lines) and any(_is_step(c) for c in ast.walk(n))
+        if is_denoising_loop(n) and spans_a_line(n, step_lines) and any(map(_is_step, method_calls_within(n, "step")))
     ]
     return [loop for loop in loops if not any(other is not loop and _inside_lines(other, loop) for other in loops)]
 
@@ -95,7 +96,7 @@ def stepped_schedulers(
     """The typed schedulers `loop` steps, in the order of their first `step()`; `components`: the pipeline's
     attribute types (`attribute_types(cls)`)."""
     calls: dict[str, list[ast.Call]] = {}
-    for node in ast.walk(loop):
+    for node in nodes_within(loop, ast.Call):
         receiver = _scheduler_receiver(node)
         if receiver is not None:
             calls.setdefault(receiver, []).append(node)  # type: ignore[arg-type]
@@ -113,7 +114,7 @@ def schedule_on_device(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     `retrieve_timesteps(<scheduler>, n, device)` with a device that is not the CPU (a lookup on the CPU
     costs no sync)."""
     places = FunctionPlaces(method)
-    for node in ast.walk(method):
+    for node in nodes_within(method, ast.Call):
         schedule = schedule_call(node)
         if (
             schedule is not None
@@ -130,9 +131,8 @@ def tested_schedulers(cls: ast.ClassDef) -> set[str]:
     `hasattr(self.scheduler, ...)` (EasyAnimate branches so on FlowMatch and on `scale_model_input`)."""
     return {
         receiver
-        for node in ast.walk(cls)
-        if isinstance(node, ast.Call)
-        and dotted_name(node.func) in ("isinstance", "hasattr")
+        for node in nodes_within(cls, ast.Call)
+        if dotted_name(node.func) in ("isinstance", "hasattr")
         and node.args
         and (receiver := dotted_name(node.args[0])) is not None
         and receiver.endswith("scheduler")
@@ -166,13 +166,11 @@ def _typed(
 
 def _bindings(method: ast.AST, name: str, loop: ast.For) -> list[ast.Assign]:
     """The assignments `name = ...` before the loop, if nothing else in the method binds `name`."""
-    stores = [
-        n for n in ast.walk(method) if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
-    ]
+    stores = [n for n in names_within(method, name) if not isinstance(n.ctx, ast.Load)]
     bindings = [
         n
-        for n in ast.walk(method)
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and any(n.targets[0] is store for store in stores)
+        for n in nodes_within(method, ast.Assign)
+        if len(n.targets) == 1 and any(n.targets[0] is store for store in stores)
     ]
     if len(bindings) != len(stores) or any(b.lineno >= loop.lineno for b in bindings):
         return []

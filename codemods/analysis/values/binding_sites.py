@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from codemods.node_index import nodes_within
 from codemods.source import dotted_name, local_or_self_name
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
@@ -52,7 +53,7 @@ def bindings_by_name(function: Function, statements: list[ast.AST]) -> dict[str,
     for node in statements:
         if isinstance(node, ast.If | ast.While):
             # The one place diffusers binds with `:=` (statements are walked, not expressions).
-            for walrus in (n for n in ast.walk(node.test) if isinstance(n, ast.NamedExpr)):
+            for walrus in nodes_within(node.test, ast.NamedExpr):
                 _bind(walrus.target, node, "value", walrus.value, add)
         if isinstance(node, ast.Assign):
             for target in node.targets:

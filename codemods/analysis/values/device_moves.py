@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from codemods.node_index import nodes_within
 from codemods.source import Ancestors, dotted_name
 
 _DEVICE_STRINGS = ("cpu", "cuda", "mps", "xpu", "npu", "meta", "hpu")
@@ -86,7 +87,7 @@ def changed_in_place(function: ast.AST, sources: list[ast.expr]) -> ast.AST | No
     """
     source_ids = {id(s) for s in sources}
     aliases: set[str] = set()
-    assignments = [n for n in ast.walk(function) if isinstance(n, ast.Assign | ast.AnnAssign) and n.value is not None]
+    assignments = [n for n in nodes_within(function, ast.Assign | ast.AnnAssign) if n.value is not None]
     changed = True
     while changed:
         changed = False
@@ -94,11 +95,11 @@ def changed_in_place(function: ast.AST, sources: list[ast.expr]) -> ast.AST | No
             if not _may_alias(node.value, source_ids, aliases):
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for name in (n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)):
+            for name in (n.id for t in targets for n in nodes_within(t, ast.Name)):
                 if name not in aliases:
                     aliases.add(name)
                     changed = True
-    for node in ast.walk(function):
+    for node in nodes_within(function, ast.Call | ast.AugAssign | ast.Assign, breadth_first=True):
         if _changes(node, source_ids, aliases):
             return node
     return None
@@ -125,7 +126,7 @@ def _may_alias(value: ast.expr, source_ids: set[int], aliases: set[str]) -> bool
         name = dotted_name(root.func) or ""
         if name.startswith("torch.") and name.rsplit(".", 1)[-1] not in _VIEW_FUNCTIONS:
             return False
-    return any(id(n) in source_ids or (isinstance(n, ast.Name) and n.id in aliases) for n in ast.walk(root))
+    return any(id(n) in source_ids or (isinstance(n, ast.Name) and n.id in aliases) for n in nodes_within(root, ast.AST))
 
 
 def _changes(node: ast.AST, source_ids: set[int], aliases: set[str]) -> bool:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import ast
 
 from codemods.analysis.values.types import Function, Types, constructed_type
+from codemods.node_index import nodes_within
 from codemods.source import dotted_name, self_attribute
 
 _LIST_MUTATORS = ("append", "extend", "insert", "__setitem__")
+_SELF_LIST_WRITES = ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Subscript | ast.Call  # what may set or fill one
 
 
 def element_types(cls: ast.ClassDef) -> dict[str, Types | None]:
@@ -27,7 +29,7 @@ def element_types(cls: ast.ClassDef) -> dict[str, Types | None]:
 
     methods = [n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     for method in methods:
-        for node in ast.walk(method):
+        for node in nodes_within(method, _SELF_LIST_WRITES, breadth_first=True):
             if isinstance(node, ast.Assign):
                 for name in filter(None, map(self_attribute, node.targets)):
                     record(name, _module_list_types(node.value, method))
@@ -79,7 +81,8 @@ def _appended_types(name: str, method: Function) -> Types | None:
     Any other way of filling it (`extend`, `insert`, `+=`, an item store, a second source) -> None.
     """
     found: list[str] = []
-    for node in ast.walk(method):
+    filling = ast.Assign | ast.Attribute | ast.Call | ast.AugAssign | ast.Subscript
+    for node in nodes_within(method, filling, breadth_first=True):
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             types = _display_types(node.value)
             if types is None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 
+from codemods.node_index import in_walk_order, names_within, nodes_within, parent_of
+
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 # Calls followed into a method of the same class (`self.prepare_extra_step_kwargs(...)` built from a helper).
@@ -32,13 +34,10 @@ def _local_keys(
     parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
     if any(p is not None and p.arg == name for p in parameters):
         return None
-    parents = {id(child): parent for parent in ast.walk(function) for child in ast.iter_child_nodes(parent)}
     keys: set[str] = set()
     built: frozenset[str] | None = None
-    for node in ast.walk(function):
-        if not (isinstance(node, ast.Name) and node.id == name):
-            continue
-        parent = parents[id(node)]
+    for node in in_walk_order(names_within(function, name)):
+        parent = parent_of(node)
         if isinstance(parent, ast.Assign) and parent.targets == [node]:
             if built is not None:
                 return None  # one assignment only: a second could rebind it to anything
@@ -94,7 +93,7 @@ def _is_staticmethod(decorator: ast.expr) -> bool:
 
 def _returned_keys(method: Function, owner: ast.ClassDef, depth: int) -> frozenset[str] | None:
     """The keys of every dict `method` returns: each `return` hands back one local built as above."""
-    returns = [n for n in ast.walk(method) if isinstance(n, ast.Return)]
+    returns = nodes_within(method, ast.Return)
     if not returns or any(not isinstance(r.value, ast.Name) for r in returns):
         return None
     keys: set[str] = set()

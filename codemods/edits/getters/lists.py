@@ -27,6 +27,7 @@ from codemods.edits.getters.decorator import getter_definition, tuple_spelling
 from codemods.edits.getters.names import getter_noun, line_after, returns_text
 from codemods.edits.getters.plan import GetterPlan
 from codemods.findings import Edit
+from codemods.node_index import method_calls_within
 from codemods.project.index import TreeInfo
 from codemods.source import SourceFile, self_attribute
 
@@ -84,5 +85,4 @@ def plan_list_getter(source: SourceFile, tree: TreeInfo, table: TableList) -> Ge
 def _moved_attributes(cls: ast.ClassDef) -> set[str]:
     """`a` for each `self.a.to(...)` of the class: DIF001 may give them a getter named for them or their last
     words (`pos_freqs`, `neg_freqs` -> `_get_device_freqs`), which the list's getter must not take too."""
-    calls = (n for n in ast.walk(cls) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute))
-    return {self_attribute(c.func.value) for c in calls if c.func.attr == "to"} - {None}
+    return {self_attribute(c.func.value) for c in method_calls_within(cls, "to")} - {None}

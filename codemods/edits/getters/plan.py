@@ -34,6 +34,7 @@ from codemods.edits.getters.sites import hoistable_statement
 from codemods.edits.getters.stores import is_store, later_reads, store_edits, store_unit
 from codemods.edits.stale_text import StaleClaim, refresh_stale_text
 from codemods.findings import Edit, ImportRequest
+from codemods.node_index import nodes_within
 from codemods.project.index import TreeInfo
 from codemods.source import SourceFile, dotted_name
 
@@ -162,9 +163,7 @@ class _Planner:
             for site in remaining:
                 self._call_getter(site, None)
             return
-        taken = {n.id for n in ast.walk(method) if isinstance(n, ast.Name)} | {
-            a.arg for a in ast.walk(method.args) if isinstance(a, ast.arg)
-        }
+        taken = _names_taken(method)
         statements = [hoistable_statement(self.source, site, taken, device_local(site.attribute)) for site in remaining]
         if any(statement is None for statement in statements):
             # One style per method: where one use cannot be hoisted, every use indexes the tuple.
@@ -190,9 +189,7 @@ class _Planner:
         if moved_again:
             raise _Declined(f"line {moved_again[0].call.lineno} moves a stored table again after the store")
         self._check_no_other_reads(method, stored)
-        taken = {n.id for n in ast.walk(method) if isinstance(n, ast.Name)} | {
-            a.arg for a in ast.walk(method.args) if isinstance(a, ast.arg)
-        }
+        taken = _names_taken(method)
         used = {read.attr for read in reads}
         if any(device_local(a) in taken for a in used):
             raise _Declined(f"`{method.name}` already uses the name the getter's result would take")
@@ -211,8 +208,8 @@ class _Planner:
         for other in self.methods.values():
             if other is method or other.name in ("__init__", self.getter):
                 continue
-            for node in ast.walk(other):
-                if isinstance(node, ast.Attribute) and dotted_name(node) in names and id(node) not in receivers:
+            for node in nodes_within(other, ast.Attribute, breadth_first=True):
+                if dotted_name(node) in names and id(node) not in receivers:
                     raise _Declined(
                         f"line {node.lineno} (`{other.name}`) reads `{dotted_name(node)}` as the store left it, "
                         "on the device; it would read the host copy"
@@ -253,3 +250,8 @@ class _Planner:
     def _check_width(self, lines: list[str], indent: str, what: str) -> None:
         if too_wide(lines, indent, self.tree.line_length):
             raise _Declined(f"{what} would exceed {self.tree.line_length} characters; add it by hand")
+
+
+def _names_taken(method: ast.FunctionDef) -> set[str]:
+    """The names `method` uses or binds, its parameters included: a local the rewrite adds must be none of them."""
+    return {n.id for n in nodes_within(method, ast.Name)} | {a.arg for a in nodes_within(method.args, ast.arg)}

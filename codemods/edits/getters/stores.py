@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from codemods.analysis.values.device_moves import Site, device_move
 from codemods.findings import Edit
+from codemods.node_index import nodes_within
 from codemods.source import SourceFile, dotted_name, self_attribute
 
 
@@ -84,9 +85,9 @@ def _is_guard(statement: ast.AST, stores: list[Site]) -> bool:
 def later_reads(unit: StoreUnit, method: ast.FunctionDef, attributes: set[str]) -> list[ast.Attribute] | str:
     """The reads of the stored attributes after the store (they become the getter's locals), or why not."""
     reads = []
-    inside = {id(n) for n in ast.walk(unit.statement)}
-    for node in ast.walk(method):
-        if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and id(node) not in inside):
+    inside = {id(n) for n in nodes_within(unit.statement, ast.Attribute)}
+    for node in nodes_within(method, ast.Attribute, breadth_first=True):
+        if not (isinstance(node.ctx, ast.Load) and id(node) not in inside):
             continue
         if dotted_name(node) not in {f"self.{a}" for a in attributes}:
             continue
@@ -101,9 +102,9 @@ def later_reads(unit: StoreUnit, method: ast.FunctionDef, attributes: set[str]) 
 
 def _rebinds_device(unit: StoreUnit, method: ast.FunctionDef) -> int | None:
     """The first line after the store that binds a name the device expression reads."""
-    names = {n.id for n in ast.walk(ast.parse(unit.device, mode="eval")) if isinstance(n, ast.Name)}
-    for node in ast.walk(method):
-        stores = isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del) and node.id in names
+    names = {n.id for n in nodes_within(ast.parse(unit.device, mode="eval"), ast.Name)}
+    for node in nodes_within(method, ast.Name, breadth_first=True):
+        stores = isinstance(node.ctx, ast.Store | ast.Del) and node.id in names
         if stores and node.lineno > unit.statement.lineno:
             return node.lineno
     return None
@@ -131,8 +132,8 @@ def stored_only(cls: ast.ClassDef, lazily_moved: frozenset[str]) -> frozenset[st
             node.value
             for method in cls.body
             if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method.name != "__init__"
-            for node in ast.walk(method)
-            if isinstance(node, ast.Assign) and any(self_attribute(t) == attribute for t in node.targets)
+            for node in nodes_within(method, ast.Assign)
+            if any(self_attribute(t) == attribute for t in node.targets)
         ]
         moves = [device_move(v) if isinstance(v, ast.Call) else None for v in values]
         if values and all(m is not None and m.device_only for m in moves):

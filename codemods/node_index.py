@@ -1,0 +1,203 @@
+"""Every node of a parsed tree, found without walking the tree again: by kind, inside any subtree, with parents.
+
+Analyses ask the same questions of the same functions and classes many times a file (the calls in this
+method, the names stored in that loop); each `ast.walk` for it visited every node of the subtree again. A
+tree is walked once, in preorder, instead: a node's subtree is then the run of positions from its own up
+to its end, and the nodes of one kind inside it a slice of that kind's positions, found by two bisections.
+Lists come back in preorder (source order), not in `ast.walk`'s breadth-first order; the contexts and
+operators `ast.parse` shares between trees (`Load()`, `Add()`) are left out.
+
+Each node keeps (its index's serial number, its position) as an attribute, so that any node leads to its
+index: the index holds the nodes, and a node holding the index back would make a cycle that only the
+garbage collector frees (the scan workers run with it off). Live indexes are found by serial number in a
+registry that holds them weakly: `SourceFile` keeps its file's index alive while the file is scanned.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import sys
+import weakref
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+Node = TypeVar("Node", bound=ast.AST)
+Kind = type[Node] | tuple[type[Node], ...]
+
+_POSITION = "_codemod_position"  # the attribute each indexed node carries: (serial, preorder position)
+# `ast.parse` makes one `Load()`, one `Add()`... for all trees: they have no place in any one tree, and no
+# question here is about them.
+_SHARED = frozenset(
+    cls for base in (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop) for cls in base.__subclasses__()
+)
+_DEEPER = 10  # the recursion limit while numbering a tree deeper than it, as a multiple of the usual one
+_SERIALS = itertools.count()
+_NONE: tuple[list[int], list[ast.AST]] = ([], [])
+_LIVE: weakref.WeakValueDictionary[int, NodeIndex] = weakref.WeakValueDictionary()
+# Indexes built for a subtree no live index holds (a tree parsed from a string, another file's class): the
+# last few stay alive, so that repeated questions about the same subtree walk it once.
+_RECENT: deque[NodeIndex] = deque(maxlen=16)
+
+
+class NodeIndex:
+    """The nodes of `root`'s subtree, by kind and by preorder position, from one walk."""
+
+    def __init__(self, root: ast.AST) -> None:
+        self._serial = next(_SERIALS)
+        self._nodes: list[ast.AST] = []
+        self._ends: list[int] = []  # position after the last node of each node's subtree
+        self._by_class: dict[type[ast.AST], list[int]] = {}
+        self._by_kind: dict[object, tuple[list[int], list[ast.AST]]] = {}
+        self._groups: dict[str, dict[object, tuple[list[int], list[ast.AST]]]] = {}
+        self._parents: list[int] = []  # -1 for the root
+        self._depth: list[int] | None = None
+        self._walk(root)
+        _LIVE[self._serial] = self
+
+    def _walk(self, root: ast.AST) -> None:
+        try:
+            self._visit(root, -1)
+        except RecursionError:
+            # Deeper than Python's recursion limit (a long `a + b + ...`). `ast.parse` refuses trees a few times
+            # deeper than the limit, and recursion between Python functions does not grow the C stack (3.11+).
+            self._nodes.clear(), self._ends.clear(), self._parents.clear(), self._by_class.clear()
+            limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(_DEEPER * limit)
+            try:
+                self._visit(root, -1)
+            finally:
+                sys.setrecursionlimit(limit)
+
+    def _visit(self, node: ast.AST, parent: int) -> None:
+        """Number `node` and its subtree (recursion is a third faster than a stack of nodes here)."""
+        position = len(self._nodes)
+        setattr(node, _POSITION, (self._serial, position))
+        self._nodes.append(node)
+        self._ends.append(0)
+        self._parents.append(parent)
+        positions = self._by_class.get(node.__class__)
+        if positions is None:
+            self._by_class[node.__class__] = [position]
+        else:
+            positions.append(position)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, ast.AST) and item.__class__ not in _SHARED:  # `Compare.ops` holds shared ones
+                        self._visit(item, position)
+            elif isinstance(value, ast.AST) and value.__class__ not in _SHARED:
+                self._visit(value, position)
+        self._ends[position] = len(self._nodes)
+
+    def nodes(self, kind: Kind[Node], within: ast.AST | None = None) -> list[Node]:
+        """The nodes that are instances of `kind` in `within`'s subtree (`within` included; the whole tree if
+        None), in preorder."""
+        return self._slice(self._of_kind(kind), within)  # type: ignore[return-value]
+
+    def names(self, name: str, within: ast.AST | None = None) -> list[ast.Name]:
+        """The `ast.Name` nodes spelling `name` (read, stored or deleted) in `within`'s subtree, in preorder."""
+        return self._slice(self._grouped("names", ast.Name, lambda node: node.id).get(name, _NONE), within)
+
+    def method_calls(self, attribute: str, within: ast.AST | None = None) -> list[ast.Call]:
+        """The calls of a method or attribute named `attribute` (`x.attribute(...)`) in `within`'s subtree."""
+        by_attribute = self._grouped("method calls", ast.Call, lambda call: getattr(call.func, "attr", None))
+        return self._slice(by_attribute.get(attribute, _NONE), within)  # type: ignore[return-value]
+
+    def _slice(self, indexed: tuple[list[int], list[ast.AST]], within: ast.AST | None) -> list[ast.AST]:
+        positions, found = indexed
+        if within is None:
+            return list(found)
+        start = self._position(within)
+        return found[bisect_left(positions, start) : bisect_left(positions, self._ends[start])]
+
+    def _grouped(
+        self, name: str, kind: type[ast.AST], key: Callable[[Any], object]
+    ) -> dict[object, tuple[list[int], list[ast.AST]]]:
+        """`kind`'s instances grouped by `key` (each group in preorder), computed on first use."""
+        groups = self._groups.get(name)
+        if groups is None:
+            groups = self._groups[name] = {}
+            positions, found = self._of_kind(kind)
+            for position, node in zip(positions, found):
+                group = groups.setdefault(key(node), ([], []))
+                group[0].append(position)
+                group[1].append(node)
+        return groups
+
+    def breadth_first(self, nodes: list[Node]) -> list[Node]:
+        """`nodes` (all in this index) in the order `ast.walk` yields them: by depth, then in source order."""
+        depths = self._depths()
+        return sorted(nodes, key=lambda node: (depths[self._position(node)], self._position(node)))
+
+    def contains(self, outer: ast.AST, inner: ast.AST) -> bool:
+        """Whether `inner` is `outer` or lies in its subtree."""
+        start, position = self._position(outer), self._position(inner)
+        return start <= position < self._ends[start]
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        """The node whose child `node` is (None for the root)."""
+        parent = self._parents[self._position(node)]
+        return None if parent < 0 else self._nodes[parent]
+
+    def _depths(self) -> list[int]:
+        if self._depth is None:
+            self._depth = []
+            for parent in self._parents:  # a parent comes before its children
+                self._depth.append(0 if parent < 0 else self._depth[parent] + 1)
+        return self._depth
+
+    def _position(self, node: ast.AST) -> int:
+        serial, position = getattr(node, _POSITION)
+        if serial != self._serial:
+            raise ValueError(f"{type(node).__name__} node is not in this index")
+        return position
+
+    def _of_kind(self, kind: Kind[ast.AST]) -> tuple[list[int], list[ast.AST]]:
+        """The positions of `kind`'s instances (subclasses included, as `isinstance` does) and the nodes there."""
+        known = self._by_kind.get(kind)
+        if known is None:
+            lists = [found for cls, found in self._by_class.items() if issubclass(cls, kind)]
+            positions = lists[0] if len(lists) == 1 else sorted(itertools.chain.from_iterable(lists))
+            known = self._by_kind[kind] = (positions, [self._nodes[p] for p in positions])
+        return known
+
+
+def indexed(node: ast.AST) -> NodeIndex:
+    """The live index holding `node`; where none does, a new one over `node`'s subtree."""
+    marked = getattr(node, _POSITION, None)
+    index = _LIVE.get(marked[0]) if marked is not None else None
+    if index is None:
+        index = NodeIndex(node)
+        _RECENT.append(index)
+    return index
+
+
+def nodes_within(node: ast.AST, kind: Kind[Node], breadth_first: bool = False) -> list[Node]:
+    """The instances of `kind` in `node`'s subtree, `node` included: `ast.walk` without the walk. In preorder (source
+    order), or with `breadth_first` in `ast.walk`'s order, for the questions whose answer is the first one found."""
+    found = indexed(node).nodes(kind, node)
+    return indexed(node).breadth_first(found) if breadth_first else found
+
+
+def in_walk_order(nodes: list[Node]) -> list[Node]:
+    """`nodes` of one tree in the order `ast.walk` yields them."""
+    return indexed(nodes[0]).breadth_first(nodes) if nodes else nodes
+
+
+def names_within(node: ast.AST, name: str) -> list[ast.Name]:
+    """The `ast.Name` nodes spelling `name` in `node`'s subtree, in preorder."""
+    return indexed(node).names(name, node)
+
+
+def method_calls_within(node: ast.AST, attribute: str) -> list[ast.Call]:
+    """The calls `x.attribute(...)` in `node`'s subtree, in preorder."""
+    return indexed(node).method_calls(attribute, node)
+
+
+def parent_of(node: ast.AST) -> ast.AST | None:
+    """The node whose child `node` is, in the tree indexed with it."""
+    return indexed(node).parent(node)
