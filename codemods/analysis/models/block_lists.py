@@ -13,26 +13,27 @@ from __future__ import annotations
 
 import ast
 
+from codemods.analysis.models.function_nodes import FunctionNodes
 from codemods.analysis.values.types import constructed_type
 from codemods.source import dotted_name, local_or_self_name
 
 
-def appended_classes(methods: list[ast.FunctionDef]) -> tuple[str, ...]:
+def appended_classes(methods: list[FunctionNodes]) -> tuple[str, ...]:
     """The classes appended to the `nn.ModuleList`s that `methods` (`__init__` and its helpers) fill by appending."""
     found: list[str] = []
     for method in methods:
+        appends = [
+            (node.func, node.args[0])
+            for node in method.calls
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "append" and len(node.args) == 1
+        ]
+        if not appends:
+            continue  # most `__init__`s append nothing: no list or local to read
         lists = _filled_lists(method)
         constructed = _constructed_locals(method)
-        for node in ast.walk(method):
-            if not (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "append"
-                and len(node.args) == 1
-                and local_or_self_name(node.func.value) in lists
-            ):
+        for append, value in appends:
+            if local_or_self_name(append.value) not in lists:
                 continue
-            value = node.args[0]
             built = constructed_type(value) if isinstance(value, ast.Call) else None
             if built is None and isinstance(value, ast.Name):
                 built = constructed.get(value.id)
@@ -44,13 +45,13 @@ def _is_module_list(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and (dotted_name(node.func) or "").endswith("ModuleList")
 
 
-def _filled_lists(method: ast.FunctionDef) -> set[str]:
+def _filled_lists(method: FunctionNodes) -> set[str]:
     """`self.x = nn.ModuleList([])` / `nn.ModuleList()`, and locals `xs = []` later wrapped as `nn.ModuleList(xs)`."""
     empty_modules: set[str] = set()
     empty_locals: dict[str, int] = {}
     wrapped: set[str] = set()
-    for node in ast.walk(method):
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+    for node in method.assigns:
+        if len(node.targets) != 1:
             continue
         key, value = local_or_self_name(node.targets[0]), node.value
         if key is None:
@@ -68,18 +69,18 @@ def _filled_lists(method: ast.FunctionDef) -> set[str]:
     return empty_modules | {name for name, times in empty_locals.items() if times == 1 and name in wrapped}
 
 
-def _constructed_locals(method: ast.FunctionDef) -> dict[str, tuple[str, ...]]:
+def _constructed_locals(method: FunctionNodes) -> dict[str, tuple[str, ...]]:
     """Locals every assignment of which constructs a class (`down_block = CrossAttnDownBlockMotion(...)`)."""
     found: dict[str, list[str] | None] = {}
     plain: set[int] = set()
-    for node in ast.walk(method):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+    for node in method.assigns:
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             plain.add(id(node.targets[0]))
             name, built = node.targets[0].id, constructed_type(node.value)
             held = found.get(name, [])
             found[name] = None if built is None or held is None else [*held, *built]
     # A name also bound another way (a loop target, `a, b = ...`) may hold anything.
-    for node in ast.walk(method):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in plain:
+    for node in method.bound_names:
+        if id(node) not in plain:
             found[node.id] = None
     return {name: tuple(dict.fromkeys(b)) for name, b in found.items() if b}

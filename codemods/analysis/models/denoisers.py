@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from codemods.analysis.models.function_nodes import FunctionNodes, function_nodes
 from codemods.analysis.models.hot_paths import HotPaths, hot_paths
 from codemods.analysis.values.types import Types, attribute_types, registered_components
 from codemods.source import SourceFile, enclosing
@@ -62,7 +63,7 @@ def called_per_step(source: SourceFile, hot: HotPaths, cls: ast.ClassDef, compon
             method = enclosing(ancestors, (ast.FunctionDef, ast.AsyncFunctionDef))
             if method is not None:
                 if id(method) not in aliases:
-                    aliases[id(method)] = _aliases(method, components)
+                    aliases[id(method)] = _aliases(function_nodes(source, method), components)
                 names = aliases[id(method)].get(node.func.id)
         called.extend(names or ())
     return list(dict.fromkeys(called))
@@ -85,13 +86,14 @@ def component_named(node: ast.expr, components: set[str]) -> tuple[str, ...] | N
     return None
 
 
-def _aliases(method: ast.FunctionDef | ast.AsyncFunctionDef, components: set[str]) -> dict[str, tuple[str, ...]]:
-    """Locals of `method` that every binding sets to a component (`current_model = self.transformer`)."""
+def _aliases(method: FunctionNodes, components: set[str]) -> dict[str, tuple[str, ...]]:
+    """Locals of the method that every binding sets to a component (`current_model = self.transformer`)."""
     held: dict[str, tuple[str, ...]] = {}
-    others = {a.arg for a in (*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs)}
+    arguments = method.function.args
+    others = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
     plain: set[int] = set()
-    for node in ast.walk(method):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+    for node in method.assigns:
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             plain.add(id(node.targets[0]))
             value = component_named(node.value, components)
             if value is None:
@@ -99,11 +101,7 @@ def _aliases(method: ast.FunctionDef | ast.AsyncFunctionDef, components: set[str
             else:
                 held[node.targets[0].id] = held.get(node.targets[0].id, ()) + value
     # A name also bound another way (a loop target, `a, b = ...`, `with ... as`) may hold anything.
-    others.update(
-        n.id
-        for n in ast.walk(method)
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and id(n) not in plain
-    )
+    others.update(n.id for n in method.bound_names if id(n) not in plain)
     return {name: tuple(dict.fromkeys(value)) for name, value in held.items() if name not in others}
 
 

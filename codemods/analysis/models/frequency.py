@@ -100,6 +100,11 @@ def _cold_cost(
 
 
 def _deepest_statement(source: SourceFile, line: int) -> tuple[ast.AST, Ancestors] | None:
+    """The innermost statement on `line`, with its ancestors (asked twice per finding: its cost, its pattern)."""
+    return source.memo(f"deepest_statement:{line}", lambda: _walked_to_statement(source, line))
+
+
+def _walked_to_statement(source: SourceFile, line: int) -> tuple[ast.AST, Ancestors] | None:
     found = None
     for node, ancestors in source.walk_lines([line]):
         if isinstance(node, ast.stmt):

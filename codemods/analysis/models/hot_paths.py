@@ -28,11 +28,12 @@ Cold, even inside hot code (the branches are told apart in cold_branches.py):
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from codemods.analysis.models.cold_branches import OTHER_BACKENDS, in_cold_branch
 from codemods.analysis.models.loop_arguments import is_scheduler_step
-from codemods.source import Ancestors, SourceFile, child_nodes, dotted_name, statements
+from codemods.source import Ancestors, SourceFile, child_nodes, dotted_name, spans_a_line, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 # What a hot scope that is no function may be: a denoising loop (`hot_scope` answers one per step).
@@ -43,6 +44,10 @@ _HOT_ENTRY_METHODS = {"forward"}
 _MODULE_BASES = ("Module", "ModelMixin")
 _SCHEDULER_ENTRY_METHODS = {"step", "scale_model_input"}
 _PROCESSOR_ENTRY_METHODS = {"__call__"}
+# `step` ending a word; that it starts one is tested by hand: `re` scans for a pattern opening on a literal in C,
+# and one opening on `\b` a character at a time (twenty times slower).
+_STEP_END = re.compile(r"step\b")
+_WORD_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
 def is_cached(function: Function) -> bool:
@@ -95,11 +100,19 @@ def _is_attention_backend(function: Function) -> bool:
     return False
 
 
-def _steps_a_scheduler(loop: ast.AST) -> bool:
+def _step_lines(source: SourceFile) -> list[int]:
+    """The lines where the word `step` is written (a `.step(...)` call is written on one of them), sorted."""
+    text = source.text
+    starts = (m.start() for m in _STEP_END.finditer(text))
+    return sorted({source.line_index.line_of(i) for i in starts if i == 0 or text[i - 1] not in _WORD_CHARACTERS})
+
+
+def _steps_a_scheduler(loop: ast.AST, step_lines: list[int]) -> bool:
     """A `for`/`while` loop whose own body, not a loop nested in it, calls `<...>scheduler.step(...)`: a step
     loop, whatever it walks (LLaDA2 refines a block `while should_continue:`). A loop over segments or
-    blocks that runs a whole denoising loop each time (Wan Animate) is not one."""
-    if not isinstance(loop, STEP_LOOPS):
+    blocks that runs a whole denoising loop each time (Wan Animate) is not one. `step_lines` (sorted): the
+    lines naming `step` at all; a loop spanning none of them is not walked."""
+    if not isinstance(loop, STEP_LOOPS) or not spans_a_line(loop, step_lines):
         return False
     stack: list[ast.AST] = list(loop.body)
     while stack:
@@ -163,6 +176,7 @@ def _analyse(source: SourceFile) -> HotPaths:
     paths = HotPaths()
     module_functions = {n.name: n for n in source.tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     worklist: list[tuple[Function, dict[str, Function], str]] = []
+    step_lines = _step_lines(source)
     for cls in source.classes:
         methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
         entries = {name: cls.name for name in _HOT_ENTRY_METHODS}
@@ -172,7 +186,9 @@ def _analyse(source: SourceFile) -> HotPaths:
             entries |= {name: ATTENTION for name in _PROCESSOR_ENTRY_METHODS}
         worklist.extend((methods[name], methods, entry) for name, entry in entries.items() if name in methods)
         for method in methods.values() if not is_scheduler(cls) else ():
-            for loop in (n for n in statements(method.body) if is_denoising_loop(n) or _steps_a_scheduler(n)):
+            for loop in (
+                n for n in statements(method.body) if is_denoising_loop(n) or _steps_a_scheduler(n, step_lines)
+            ):
                 paths.loops.add(id(loop))
                 paths.ranges.append((loop.lineno, loop.end_lineno or loop.lineno))
                 callees = _callees(source, loop.body, methods, module_functions)

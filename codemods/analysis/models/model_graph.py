@@ -27,6 +27,7 @@ from codemods.analysis.models.block_stacks import (
     is_module_list,
 )
 from codemods.analysis.models.denoisers import PIPELINE_TEXT, Denoising, PipelineComponents, pipeline_components
+from codemods.analysis.models.function_nodes import FunctionNodes, function_nodes
 from codemods.analysis.values.types import constructed_type
 from codemods.project.frozen import is_deprecated_pipeline
 from codemods.project.index import ProjectIndex
@@ -69,12 +70,14 @@ def _module_graph(source: SourceFile) -> ModuleGraph:
     imports = _imported_from(source)
     classes = {}
     for cls in source.classes:
+        if cls.name in classes:
+            continue  # a second class of the name: the first one's parts stand
         methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
         if "__init__" in methods:
-            init = _init_methods(methods)
+            init = _init_methods(source, methods)
             parts = _class_parts(init, names, imports)
             parts = replace(parts, defaults=_default_strings(methods["__init__"]), appended=appended_classes(init))
-            classes.setdefault(cls.name, parts)
+            classes[cls.name] = parts
     factories = {
         node.name: _returned_classes(node)
         for node in source.tree.body
@@ -83,30 +86,28 @@ def _module_graph(source: SourceFile) -> ModuleGraph:
     return ModuleGraph(classes, factories, pipeline_components(source))
 
 
-def _init_methods(methods: dict[str, ast.FunctionDef]) -> list[ast.FunctionDef]:
+def _init_methods(source: SourceFile, methods: dict[str, ast.FunctionDef]) -> list[FunctionNodes]:
     """`__init__` and the methods it calls through `self.m(...)`, transitively."""
-    found = [methods["__init__"]]
+    found = [function_nodes(source, methods["__init__"])]
     for method in found:
-        for node in ast.walk(method):
+        for node in method.calls:
+            func = node.func
             if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == "self"
-                and node.func.attr in methods
-                and methods[node.func.attr] not in found
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "self"
+                and func.attr in methods
+                and all(methods[func.attr] is not f.function for f in found)
             ):
-                found.append(methods[node.func.attr])
+                found.append(function_nodes(source, methods[func.attr]))
     return found
 
 
-def _class_parts(methods: list[ast.FunctionDef], names: ClassNames, imports: dict[str, str | None]) -> ClassParts:
+def _class_parts(methods: list[FunctionNodes], names: ClassNames, imports: dict[str, str | None]) -> ClassParts:
     builds: list[str] = []
     factories: list[tuple[str, str | None]] = []
     stacks = Stacks()
-    for node in (n for method in methods for n in ast.walk(method)):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in (n for method in methods for n in method.calls):
         built = constructed_type(node)
         if built is not None:
             builds.extend(built)

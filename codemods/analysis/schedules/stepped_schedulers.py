@@ -57,9 +57,13 @@ class SchedulerLoop:
     elsewhere: frozenset[str]  # schedulers that another loop of the method steps too
 
 
-def scheduler_loops(source: SourceFile) -> Iterator[SchedulerLoop]:
+def scheduler_loops(source: SourceFile) -> tuple[SchedulerLoop, ...]:
     """Every pipeline loop that steps a typed scheduler whose timesteps the method put on the device (a lookup in
-    a CPU schedule costs no sync)."""
+    a CPU schedule costs no sync); found once per file, for DIF005 and DIF007 alike."""
+    return source.memo("scheduler_loops", lambda: tuple(_scheduler_loops(source)))
+
+
+def _scheduler_loops(source: SourceFile) -> Iterator[SchedulerLoop]:
     lines = source.lines_matching(STEP_CALL)
     for owner in (n for n, _ in source.walk_lines(lines) if isinstance(n, ast.ClassDef)):
         if is_scheduler(owner):

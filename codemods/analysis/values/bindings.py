@@ -40,6 +40,9 @@ class FunctionBindings:
 
     def reaching(self, name: str, use: ast.AST | None) -> list[Binding]:
         """The bindings of `name` that may hold when `use` runs (all of them if `use` is not in the function)."""
+        key = (name, id(use))
+        if key in self._reaching:  # asked again (a name's place, then its element's...): skip the chain and the sort
+            return self._reaching[key]
         bindings = self.of(name)
         chain = self._chain(use) if use is not None else None
         if chain is None:
@@ -48,9 +51,7 @@ class FunctionBindings:
         bindings = sorted([*bindings, *comprehension_bindings(name, chain)], key=self._where)
         if not bindings:
             return bindings
-        key = (name, id(use))
-        if key not in self._reaching:
-            self._reaching[key] = self._reaching_at(use, chain, bindings)
+        self._reaching[key] = self._reaching_at(use, chain, bindings)
         return self._reaching[key]
 
     def _reaching_at(self, use: ast.AST, chain: list[ast.AST], bindings: list[Binding]) -> list[Binding]:
