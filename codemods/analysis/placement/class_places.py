@@ -7,6 +7,8 @@
   the device, `self.sigmas = sigmas.to("cpu")` on the host). A scheduler's sigmas left on the
   device are DIF002's (it knows the fix): they read as UNKNOWN here, so no other rule reports them.
 - Pipelines: components registered with `register_modules` are modules.
+- Plain helper classes (no base): what `__init__` left in an attribute no other method reassigns; an object of
+  one a class of the file builds and calls (`self.smoothing(x)`) returns where its `__call__` does.
 """
 
 from __future__ import annotations
