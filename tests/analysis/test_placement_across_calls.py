@@ -1,5 +1,6 @@
 """Placement across calls in one file: a submodule's returned tuple, a helper's parameters placed from its callers,
-a same-file function's returns (nested tuples too), and a pipeline's `self.device`."""
+a same-file function's returns (nested tuples too), a pipeline's `self.device`, and what an object of a same-file
+class returns when called."""
 
 from __future__ import annotations
 
@@ -148,3 +149,74 @@ def test_a_pipelines_own_device_is_the_accelerator() -> None:
 
 def test_the_device_of_a_class_that_registers_no_models_is_not_known() -> None:
     assert _placed(PIPELINE, "buffer", "return buffer") is Place.UNKNOWN
+
+
+SMOOTHING = """
+import torch
+import torch.nn.functional as F
+
+
+class Smoothing:
+    def __init__(self, device):
+        self.weight = torch.ones(1, 1, 3, 3).to(device)
+
+    def __call__(self, input):
+        return F.conv2d(input, weight=self.weight.to(input.dtype))
+
+
+class MovableSmoothing:
+    def __init__(self, device):
+        self.weight = torch.ones(1, 1, 3, 3).to(device)
+
+    def __call__(self, input):
+        return F.conv2d(input, weight=self.weight)
+
+    def move(self, device):
+        self.weight = self.weight.to(device)
+
+
+class InheritedSmoothing(Base):
+    def __init__(self, device):
+        self.weight = torch.ones(1, 1, 3, 3).to(device)
+
+    def __call__(self, input):
+        return F.conv2d(input, weight=self.weight)
+
+
+class Doubling:
+    def __call__(self, input: torch.Tensor):
+        return input * 2
+
+
+class Pipe(DiffusionPipeline):
+    def __init__(self, unet):
+        self.register_modules(unet=unet)
+
+    def __call__(self, maps):
+        self.smoothing = Smoothing(self.device)
+        self.movable = MovableSmoothing(self.device)
+        self.inherited = InheritedSmoothing(self.device)
+        self.doubling = Doubling()
+        smoothed = self.smoothing(maps)
+        moved = self.movable(maps)
+        inherited = self.inherited(maps)
+        doubled = self.doubling(maps)
+        return smoothed, moved, inherited, doubled
+"""
+
+
+def test_a_called_object_of_a_same_file_class_returns_where_its_call_computes() -> None:
+    # `maps` is not placed: the convolution's output lives where the weight `__init__` moved to the device does.
+    assert _placed(SMOOTHING, "smoothed", "return smoothed", traced=True) is Place.DEVICE
+
+
+def test_a_helper_attribute_another_method_reassigns_is_not_placed_from_init() -> None:
+    assert _placed(SMOOTHING, "moved", "return smoothed") is Place.UNKNOWN
+
+
+def test_a_helper_attribute_is_not_placed_from_init_where_a_base_class_may_reassign_it() -> None:
+    assert _placed(SMOOTHING, "inherited", "return smoothed") is Place.UNKNOWN
+
+
+def test_a_called_helper_whose_result_rests_on_an_annotation_is_not_placed_for_a_finding() -> None:
+    assert _placed(SMOOTHING, "doubled", "return smoothed", traced=True) is Place.UNKNOWN

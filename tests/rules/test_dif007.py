@@ -142,13 +142,15 @@ def test_a_per_block_item_of_a_device_mask_is_reported(tmp_path: Path) -> None:
 
 def test_ledits_per_step_cpu_copies_of_guidance_masks_are_reported(tmp_path: Path) -> None:
     # The masks derive from the UNet's `.sample`; the loop's later `noise_pred = ...` no longer hides that,
-    # since the `.sample` binding at the top of each iteration kills it. The attention-store mask stays unknown;
+    # since the `.sample` binding at the top of each iteration kills it. The attention mask is thresholded from
+    # `self.smoothing(...)`, a convolution with the weight `LeditsGaussianSmoothing` moved to the pipeline's device;
     # the guidance kept per step starts as `torch.zeros(..., device=self.device)`, the pipeline's accelerator.
     path = installed_copy("pipelines/ledits_pp/pipeline_leditspp_stable_diffusion.py", tmp_path)
     lines = path.read_text().splitlines()
     result = run(RunOptions(context=installed_diffusers(), paths=(path,), mode=Mode.CHECK, select=("DIF007",), jobs=1))
     reported = [lines[f.line - 1].strip() for f in result.findings if "copies a device tensor" in f.message]
     assert reported == [
+        "self.activation_mask[i, c] = attn_mask.detach().cpu()",
         "self.activation_mask[i, c] = intersect_mask.detach().cpu()",
         "torch.where(",
         "self.sem_guidance[i] = noise_guidance_edit.detach().cpu()",

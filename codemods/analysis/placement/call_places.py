@@ -78,6 +78,8 @@ def call_place(places: Placer, call: ast.Call) -> Place:
     if own is not None:
         return _own_method_call_place(places, call, own)
     if isinstance(func, ast.Attribute):
+        if dotted_name(func.value) == "self" and places.cls is not None and not places.cls.is_module:
+            return places.cls.instance_call_place(func.attr, places.annotations)  # `self.smoothing(attn_map)`
         receiver = places.place(func.value)
         if receiver.is_tensor:
             return _tensor_method_place(places, call, receiver)

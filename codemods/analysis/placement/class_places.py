@@ -7,6 +7,8 @@
   the device, `self.sigmas = sigmas.to("cpu")` on the host). A scheduler's sigmas left on the
   device are DIF002's (it knows the fix): they read as UNKNOWN here, so no other rule reports them.
 - Pipelines: components registered with `register_modules` are modules.
+- Plain helper classes (no base): what `__init__` left in an attribute no other method reassigns; an object of
+  one a class of the file builds and calls (`self.smoothing(x)`) returns where its `__call__` does.
 """
 
 from __future__ import annotations
@@ -18,10 +20,9 @@ from functools import cached_property
 from codemods.analysis.models.attributes import class_attributes
 from codemods.analysis.models.hot_paths import is_module_class, is_scheduler
 from codemods.analysis.placement.function_places import FunctionPlaces
-from codemods.analysis.placement.method_calls import built_class, callers, passed_argument
+from codemods.analysis.placement.method_calls import attribute_assignments, built_class, callers, passed_argument
 from codemods.analysis.placement.module_calls import ModuleCalls, module_calls
 from codemods.analysis.placement.place import Place, join
-from codemods.node_index import nodes_within
 from codemods.source import Ancestors, SourceFile, dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -97,7 +98,14 @@ class ClassPlaces:
         if self.is_scheduler:
             place = self._scheduler_attribute_place(name)
             return Place.UNKNOWN if name == "sigmas" and place is not Place.HOST else place
-        return Place.UNKNOWN
+        # A plain helper class, no base (LEdits++'s `LeditsGaussianSmoothing`): nothing but its own methods can
+        # reassign what `__init__` left on it, and no `.to()` moves it.
+        init = self.methods.get("__init__")
+        if self.cls.bases or self.cls.keywords or init is None:
+            return Place.UNKNOWN
+        if any(self.function(m).assigns(f"self.{name}") for m in self.methods.values() if m is not init):
+            return Place.UNKNOWN
+        return self.exit_place(init, name)
 
     @cached_property
     def _class_attributes(self):
@@ -132,16 +140,16 @@ class ClassPlaces:
                 found = join(found, self.exit_place(method, name))
         return found if found not in (None, Place.PENDING) else Place.UNKNOWN
 
-    def returned_place(self, method_name: str) -> Place:
+    def returned_place(self, method_name: str, annotations: bool = True) -> Place:
         """Where `self.<method_name>(...)`'s result lives: DEVICE (HOST) where every `return` gives a device (CPU) tensor."""
-        return self._returned(method_name, None)
+        return self._returned(method_name, None, annotations)
 
     def returned_item_place(self, method_name: str, position: int) -> Place:
         """Where item `position` of `self.<method_name>(...)`'s result lives, when every return is a tuple
         display (`return latents, target_mask, shapes`): DEVICE where each return's item is, else UNKNOWN."""
-        return self._returned(method_name, position)
+        return self._returned(method_name, position, True)
 
-    def _returned(self, method_name: str, position: int | None) -> Place:
+    def _returned(self, method_name: str, position: int | None, annotations: bool) -> Place:
         method = self.methods.get(method_name)
         key = (method_name, -1 if position is None else position)
         if method is None or key in self._returning:
@@ -161,7 +169,7 @@ class ClassPlaces:
         if not values or len(values) != len(returns):
             return Place.UNKNOWN
         self._returning.add(key)
-        places = self.function(method)
+        places = self._placer(method, annotations)
         found = {places.place(value) for value in values}
         self._returning.discard(key)
         if position is None and found == {Place.HOST}:
@@ -177,6 +185,14 @@ class ClassPlaces:
         if built is None or not is_module_class(built) or built is self.cls:
             return Place.UNKNOWN
         return class_places(self.source, built).returned_item_place("forward", position)
+
+    def instance_call_place(self, name: str, annotations: bool) -> Place:
+        """Where `self.<name>(...)`'s result lives, `self.<name>` built from a plain class of this file that defines
+        `__call__` (LEdits++'s `self.smoothing = LeditsGaussianSmoothing(self.device)`): where that `__call__` returns."""
+        built = built_class(self.source.classes, self.methods.values(), name) if self.source else None
+        if built is None or built is self.cls or is_module_class(built):
+            return Place.UNKNOWN
+        return class_places(self.source, built).returned_place("__call__", annotations)  # type: ignore[arg-type]
 
     def passed_place(self, method: Function, parameter: ast.arg, annotations: bool) -> Place:
         """Where the value every `self.<method>(...)` call of this class passes for `parameter` lives: DEVICE where
@@ -227,23 +243,6 @@ class ClassPlaces:
         for _, value in considered:
             found = join(found, places.place(value))
         return found if found not in (None, Place.PENDING) else Place.UNKNOWN
-
-
-def attribute_assignments(method: Function, name: str) -> list[tuple[ast.stmt, ast.expr]]:
-    """`self.<name> = value` statements of `method` (not of functions inside it), in source order."""
-    found = []
-    for node in nodes_within(method, ast.Assign | ast.AnnAssign, breadth_first=True):
-        if node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(
-                isinstance(t, ast.Attribute)
-                and t.attr == name
-                and isinstance(t.value, ast.Name)
-                and t.value.id == "self"
-                for t in targets
-            ):
-                found.append((node, node.value))
-    return sorted(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
 
 
 def places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces | None:

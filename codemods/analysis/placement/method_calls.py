@@ -1,10 +1,11 @@
 """How a class's methods hand values to each other: what each `self.<method>(...)` call passes for a parameter,
-and which class of the same file a `self.<name>` submodule is built from.
+and which class of the same file a `self.<name>` submodule or helper object is built from.
 
 `ClassPlaces` (class_places) asks these questions to place a helper's unannotated parameter from its callers
 (HiDream's `moe_infer(x, flat_topk_idx, ...)`, called from `forward` with the gate's device indices) and the
 items of the tuple a submodule returns (`topk_idx, topk_weight, aux_loss = self.gate(x)`). Only the syntax lives
-here: which calls and which values; their places are for the caller to work out.
+here: which calls and which values (and which `self.<name> = ...` statements); their places are for the caller to
+work out.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
+from codemods.node_index import nodes_within
 from codemods.source import self_attribute
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -61,24 +63,24 @@ def passed_argument(method: Function, call: ast.Call, parameter: ast.arg) -> ast
 
 def built_class(classes: Iterable[ast.ClassDef], methods: Iterable[Function], name: str) -> ast.ClassDef | None:
     """The class of this file every `self.<name> = <Class>(...)` of `methods` builds (none other assigns it)."""
-    built: set[str] = set()
-    for method in methods:
-        for node in ast.walk(method):
-            targets = (
-                node.targets
-                if isinstance(node, ast.Assign)
-                else [node.target]
-                if isinstance(node, ast.AnnAssign)
-                else []
-            )
-            if not any(self_attribute(t) == name for t in targets):
-                continue
-            value = node.value  # type: ignore[union-attr]
-            if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
-                return None
-            built.add(value.func.id)
-    if len(built) != 1:
+    built = {
+        value.func.id if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) else None
+        for method in methods
+        for _, value in attribute_assignments(method, name)
+    }
+    if len(built) != 1 or None in built:
         return None
     (class_name,) = built
     matching = [c for c in classes if c.name == class_name]
     return matching[0] if len(matching) == 1 else None
+
+
+def attribute_assignments(method: Function, name: str) -> list[tuple[ast.stmt, ast.expr]]:
+    """`self.<name> = value` statements of `method` (not of functions inside it), in source order."""
+    found = []
+    for node in nodes_within(method, ast.Assign | ast.AnnAssign, breadth_first=True):
+        if node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(self_attribute(t) == name for t in targets):
+                found.append((node, node.value))
+    return sorted(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))

@@ -12,8 +12,9 @@ import ast
 from dataclasses import dataclass
 
 from codemods.analysis.models.hot_paths import HotPaths
-from codemods.analysis.placement.class_places import ClassPlaces, attribute_assignments
+from codemods.analysis.placement.class_places import ClassPlaces
 from codemods.analysis.placement.discarded_results import DiscardedConversion, discarded_conversions
+from codemods.analysis.placement.method_calls import attribute_assignments
 from codemods.analysis.placement.place import Place
 from codemods.analysis.schedules.sigma_flow import SigmaFlow, SigmaFlowAnalysis, SigmaUse
 from codemods.analysis.schedules.sigma_taint import Taint
