@@ -81,8 +81,7 @@ def read_test_module(text: str) -> TestModule | None:
         frozenset(_WORD.findall(text)),
         shapes,
         tuple(test_classes(tree)),
-        _configured_names(tree),
-        _diffusers_imports(tree),
+        *_configured_and_imported(tree),
         tuple(configured_classes(tree)),
     )
 
@@ -153,9 +152,11 @@ def _base_name(base: ast.expr) -> str:
 
 def _names_read(function: ast.FunctionDef) -> frozenset[str]:
     """Attribute names the function reads: `x.name`, and `getattr(x, "name")`/`hasattr(x, "name")`."""
-    names = {node.attr for node in ast.walk(function) if isinstance(node, ast.Attribute)}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr"):
+    names = set()
+    for node in ast.walk(function):  # one walk: walking the tree costs more than parsing it
+        if isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr"):
             if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
                 names.add(node.args[1].value)
     return frozenset(names)
@@ -173,9 +174,10 @@ def _model_class(cls: ast.ClassDef) -> str | None:
     return None
 
 
-def _configured_names(tree: ast.Module) -> frozenset[str]:
-    """Every name assigned to `pipeline_class`/`model_class` or returned by a `model_class` function, at any depth."""
-    configures = set()
+def _configured_and_imported(tree: ast.Module) -> tuple[frozenset[str], frozenset[str]]:
+    """(every name assigned to `pipeline_class`/`model_class` or returned by a `model_class` function, every name
+    imported from diffusers by an absolute import), at any depth: one walk of the tree for both."""
+    configures, imports = set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
             if any(isinstance(t, ast.Name) and t.id in ("pipeline_class", "model_class") for t in node.targets):
@@ -184,16 +186,9 @@ def _configured_names(tree: ast.Module) -> frozenset[str]:
             configures.update(
                 n.value.id for n in ast.walk(node) if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)
             )
-    return frozenset(configures)
-
-
-def _diffusers_imports(tree: ast.Module) -> frozenset[str]:
-    return frozenset(
-        alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "diffusers"
-        for alias in node.names
-    )
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "diffusers":
+            imports.update(alias.name for alias in node.names)
+    return frozenset(configures), frozenset(imports)
 
 
 def _parse(text: str) -> ast.Module | None:
