@@ -25,6 +25,7 @@ from bot.verify.planning.changes import rewrite_copy, why_nothing_changed
 from bot.verify.real_scale.run import real_scale_section
 from bot.verify.reporting.report import VerifyReport
 from bot.verify.target_runs import verify_changes
+from codemods.project.test_modules import checkout_tests_of
 
 DEVICES = ("emu", "cuda", "cpu")
 
@@ -65,6 +66,8 @@ def verify(
     root = Path(work_dir) if keep else Path(tempfile.mkdtemp(prefix="codemod-verify-"))
     root.mkdir(parents=True, exist_ok=True)
     phases: dict[str, float] = {}
+    # Every phase that reads the checkout's tests (targets, covering tests, turned-on tests) shares one reading.
+    checkout_tests = checkout_tests_of(src)
 
     def lap(phase: str) -> None:
         phases[phase] = time.monotonic() - started - sum(phases.values())
@@ -82,14 +85,18 @@ def verify(
             if interpreter is not None:
                 python = interpreter()
                 lap("environment")
-            results = verify_changes(src, changes, root, device, compile, tolerance, say, python)
+            results = verify_changes(checkout_tests, changes, root, device, compile, tolerance, say, python)
             lap("targets")
             if scale == "real":
                 real = real_scale_section(changes, device, root / "real-scale", python, say)
                 lap("real scale")
             if own_tests:
-                tests = changed_files_tests(src, changes, root / "own-tests", python, tests_budget_s, say)
-                turned_on = turned_on_tests(src, changes, root / "turned-on-tests", python, tests_budget_s, say)
+                tests = changed_files_tests(
+                    checkout_tests, src, changes, root / "own-tests", python, tests_budget_s, say
+                )
+                turned_on = turned_on_tests(
+                    checkout_tests, changes, root / "turned-on-tests", python, tests_budget_s, say
+                )
                 lap("own tests")
             checkout = checkout_of(src)
             if repo_checks and checkout is not None:

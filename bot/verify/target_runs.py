@@ -20,11 +20,11 @@ from bot.verify.running.protocol import WorkerRequest
 from bot.verify.running.runner import run_tree
 from bot.verify.targets import TargetSpec, all_targets
 from bot.verify.targets.from_tests import cannot_run, discover, replaced_by
-from codemods.project.gated_tests import tests_dir_of
+from codemods.project.test_modules import CheckoutTestModules
 
 
 def verify_changes(
-    src: Path,
+    tests: CheckoutTestModules | None,
     changes: ChangeSet,
     root: Path,
     device: str,
@@ -33,19 +33,23 @@ def verify_changes(
     say: Callable[[str], None],
     python: Path | None,
 ) -> list[TargetResult]:
-    """The results of the targets that reach the changed files, each run on both trees (a worker per tree),
-    then one `unverified` entry per class holding rewrites that no target vouched for, with the reason."""
+    """The results of the targets that reach the changed files (built-in, or configured by the checkout's `tests`),
+    each run on both trees (a worker per tree), then one `unverified` entry per class holding rewrites that no
+    target vouched for, with the reason."""
     tree = TreeMap(changes.original)
     changed = set(changes.changed_files)
     built_in = all_targets()
-    tests_dir = _copy_tests(src, root)
-    from_checkout = discover(tests_dir, replaced_by(built_in)) if tests_dir else []
+    tests_copy: Path | None = None
+    from_checkout: list[TargetSpec] = []
+    if tests is not None:
+        tests_copy = _copy_tests(tests.tests_dir, root)
+        from_checkout = discover(tests, tests_copy, replaced_by(built_in))
     specs = targets_to_run([*built_in, *from_checkout], tree, changed)
     say(f"{len(specs)} target(s) reach the changed files")
     checks = _compile_checks(specs, tree, changes.rewrites) if compile else {}
     names = [spec.name for spec in specs]
     traced = sorted(str(changes.rewritten / path) for path in changed)
-    tests = str(tests_dir) if tests_dir else None
+    tests_at = str(tests_copy) if tests_copy else None
     # Counts do not depend on timing, so the emulated and CPU runs share the cores. CUDA times
     # the host's waits: both workers start at once, but a lock lets one measure at a time.
     lock = str(root / "cuda-measure.lock") if device == "cuda" else None
@@ -57,7 +61,7 @@ def verify_changes(
             str(root / "runs" / "original"),
             [],
             checks,
-            tests_dir=tests,
+            tests_dir=tests_at,
             measure_lock=lock,
         ),
         WorkerRequest(
@@ -67,7 +71,7 @@ def verify_changes(
             str(root / "runs" / "rewritten"),
             traced,
             checks,
-            tests_dir=tests,
+            tests_dir=tests_at,
             measure_lock=lock,
         ),
     ]
@@ -105,11 +109,8 @@ def verify_changes(
     return results + _unverified(missed, failed_owners, visited, held)
 
 
-def _copy_tests(src: Path, root: Path) -> Path | None:
-    """A copy of the checkout's tests/ (imported by workers for `tests/...::Class` targets), if it has one."""
-    tests = tests_dir_of(src.resolve())
-    if tests is None:
-        return None
+def _copy_tests(tests: Path, root: Path) -> Path:
+    """A copy of the checkout's `tests/` (imported by workers for `tests/...::Class` targets)."""
     copy = root / "checkout-tests" / "tests"
     if copy.exists():
         shutil.rmtree(copy)

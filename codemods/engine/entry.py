@@ -34,8 +34,8 @@ from codemods.project.config import Config, find_pyproject, load_config
 from codemods.project.facts import FileFacts
 from codemods.project.files import SourceText
 from codemods.project.frozen import is_deprecated_pipeline
-from codemods.project.gated_tests import TEST_MODULE, read_test_file, test_files, tests_dir_of
 from codemods.project.index import ProjectIndex, TreeInfo, module_name, package_root, tree_relative
+from codemods.project.test_modules import TEST_MODULE, read_test_file, test_files, tests_dir_of
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
 from codemods.source import SourceFile

@@ -26,8 +26,8 @@ from pathlib import Path
 from codemods.engine.cache import ResultStore, ScanCache, tool_digest
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
 from codemods.project.config import Config
-from codemods.project.gated_tests import tests_dir_of
 from codemods.project.index import package_root
+from codemods.project.test_modules import tests_dir_of
 from codemods.rules.base import Rule
 
 # Results of other checks kept beside this one's (other selections, other trees, the hook's files).

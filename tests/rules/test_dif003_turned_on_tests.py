@@ -16,6 +16,7 @@ from installed_trees import copy_installed_diffusers
 
 from codemods.engine.entry import Mode, RunOptions, RunResult, run
 from codemods.project.gated_tests import CheckoutGates
+from codemods.project.test_modules import CheckoutTestModules
 
 COMPILE_MIXIN = """\
 import pytest
@@ -152,6 +153,6 @@ def test_a_class_deriving_from_the_mixin_in_another_module_holds_its_gated_test(
         "from diffusers import TinyModel\n\nfrom .limits import LenientCompileMixin\n\n\n"
         "class TestTinyCompile(LenientCompileMixin):\n    model_class = TinyModel\n"
     )
-    assert CheckoutGates(tests).turned_on("TinyModel", {"_repeated_blocks"}) == [
+    assert CheckoutGates(CheckoutTestModules(tests)).turned_on("TinyModel", {"_repeated_blocks"}) == [
         "tests/models/test_tiny.py::TestTinyCompile::test_torch_compile_repeated_blocks"
     ]

@@ -8,8 +8,11 @@ diffusers' own tests.
 
 from __future__ import annotations
 
+import ast
 import shutil
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +20,7 @@ from bot.verify import verify
 from bot.verify.reporting.report import VerifyReport
 from bot.verify.targets.from_tests import discover
 from codemods.project.index import installed_diffusers
+from codemods.project.test_modules import CheckoutTestModules
 
 LATTE = "models/transformers/latte_transformer_3d.py"
 SUPER_RESOLUTION = "pipelines/latent_diffusion/pipeline_latent_diffusion_superresolution.py"
@@ -115,7 +119,7 @@ def _checkout(root: Path) -> Path:
 
 def test_test_classes_that_configure_a_class_become_targets(tmp_path: Path) -> None:
     _checkout(tmp_path)
-    specs = discover(tmp_path / "tests", covered={"DDPMPipeline"})
+    specs = discover(CheckoutTestModules(tmp_path / "tests"), tmp_path / "tests", covered={"DDPMPipeline"})
     assert [(s.name, s.kind, s.classes, s.best_effort) for s in specs] == [
         (
             "tests/models/transformers/test_models_transformer_latte.py::LatteTransformerTesterConfig",
@@ -133,9 +137,27 @@ def test_test_classes_that_configure_a_class_become_targets(tmp_path: Path) -> N
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> VerifyReport:
+def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[VerifyReport, Counter[str]]:
+    """A verify run over the checkout, and how many times it parsed each of the checkout's test modules."""
     src = _checkout(tmp_path_factory.mktemp("checkout"))
-    return verify(src, select=("DIF003", "DIF004"), paths=(src / LATTE, src / SUPER_RESOLUTION))
+    modules = {path.read_text(): path.name for path in (src.parent.parent / "tests").rglob("test_*.py")}
+    parses: Counter[str] = Counter()
+    parse = ast.parse
+
+    def counting_parse(source: Any, *args: Any, **kwargs: Any) -> ast.AST:
+        if isinstance(source, str) and source in modules:
+            parses[modules[source]] += 1
+        return parse(source, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ast, "parse", counting_parse)
+        report = verify(src, select=("DIF003", "DIF004"), paths=(src / LATTE, src / SUPER_RESOLUTION))
+    return report, parses
+
+
+@pytest.fixture(scope="module")
+def report(verified: tuple[VerifyReport, Counter[str]]) -> VerifyReport:
+    return verified[0]
 
 
 def test_a_model_configured_by_a_checkout_test_is_verified(report: VerifyReport) -> None:
@@ -158,3 +180,11 @@ def test_the_report_says_where_the_time_went(report: VerifyReport) -> None:
     assert all(seconds > 0 for seconds in report.phases.values())
     assert sum(report.phases.values()) <= report.seconds
     assert report.to_json()["phases"] == {phase: round(seconds, 1) for phase, seconds in report.phases.items()}
+
+
+def test_a_verify_parses_each_test_module_once_for_its_targets_covering_tests_and_turned_on_tests(
+    verified: tuple[VerifyReport, Counter[str]],
+) -> None:
+    report, parses = verified
+    assert report.own_tests is not None and report.own_tests.modules  # the covering tests were planned
+    assert parses == {"test_models_transformer_latte.py": 1, "test_latent_diffusion_superresolution.py": 1}

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.verify.planning.covering_tests import CheckoutTests
+from codemods.project.test_modules import CheckoutTestModules
 
 # package-relative file -> its source (only the class lines matter)
 PACKAGE = {
@@ -44,7 +45,7 @@ def checkout(tmp_path: Path) -> tuple[CheckoutTests, Path]:
     for relative, text in TESTS.items():
         (tmp_path / "tests" / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "tests" / relative).write_text(text)
-    return CheckoutTests(tmp_path / "tests"), tmp_path / "src" / "diffusers"
+    return CheckoutTests(CheckoutTestModules(tmp_path / "tests")), tmp_path / "src" / "diffusers"
 
 
 def test_a_module_is_covered_by_the_test_named_after_it_in_the_mirrored_folder(checkout) -> None:

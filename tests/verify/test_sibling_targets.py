@@ -19,6 +19,7 @@ from bot.verify.reporting.report import VerifyReport
 from bot.verify.targets.from_tests import discover
 from bot.verify.targets.siblings import SIBLINGS
 from codemods.project.index import installed_diffusers
+from codemods.project.test_modules import CheckoutTestModules
 
 AUDIO_TO_AUDIO = "pipelines/stable_audio_3/pipeline_stable_audio_3_audio2audio.py"
 TEST_FILE = "tests/pipelines/stable_audio_3/test_stable_audio_3.py"
@@ -83,12 +84,18 @@ def _checkout(root: Path, test_source: str = STABLE_AUDIO_3_TEST) -> Path:
 
 
 def _sibling_names(tests: Path, covered: set[str]) -> list[str]:
-    return [spec.name.partition(" as ")[2] for spec in discover(tests, covered) if " as " in spec.name]
+    return [
+        spec.name.partition(" as ")[2]
+        for spec in discover(CheckoutTestModules(tests), tests, covered)
+        if " as " in spec.name
+    ]
 
 
 def test_variants_of_a_tested_pipeline_become_targets_named_after_the_test(tmp_path: Path) -> None:
     _checkout(tmp_path)
-    specs = {spec.name: spec for spec in discover(tmp_path / "tests", covered=set())}
+    specs = {
+        spec.name: spec for spec in discover(CheckoutTestModules(tmp_path / "tests"), tmp_path / "tests", covered=set())
+    }
     inpaint = specs[f"{TEST_FILE}::StableAudio3PipelineFastTests as StableAudio3InpaintPipeline"]
     assert (inpaint.kind, inpaint.classes[0], inpaint.best_effort) == ("pipeline", "StableAudio3InpaintPipeline", True)
     assert inpaint.hub_ids == ("hf-internal-testing/tiny-random-Gemma3ForCausalLM",)

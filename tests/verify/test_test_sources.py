@@ -6,7 +6,8 @@ from pathlib import Path
 
 from bot.verify.targets.from_tests import cannot_run, spec_for
 from bot.verify.targets.offline_hub import missing_stand_ins
-from bot.verify.targets.test_sources import CheckoutTest, configured_classes
+from codemods.project.test_modules import read_test_module
+from codemods.project.test_sources import CheckoutTest
 
 ADAPTER_STYLE = """
 TOKENIZER = "hf-internal-testing/tiny-random-clip"
@@ -72,27 +73,27 @@ class LatteConfig:
 """
 
 
-def _classes(tmp_path: Path, source: str) -> list[CheckoutTest]:
-    path = tmp_path / "test_x.py"
-    path.write_text(source)
-    return configured_classes(path)
+def _classes(source: str) -> list[CheckoutTest]:
+    module = read_test_module(source)
+    assert module is not None
+    return list(module.configurations)
 
 
-def test_a_base_whose_components_need_an_argument_is_not_a_configuration(tmp_path: Path) -> None:
-    assert [c.name for c in _classes(tmp_path, ADAPTER_STYLE)] == ["FullAdapterFastTests"]
+def test_a_base_whose_components_need_an_argument_is_not_a_configuration() -> None:
+    assert [c.name for c in _classes(ADAPTER_STYLE)] == ["FullAdapterFastTests"]
 
 
-def test_the_pipeline_class_comes_from_a_base_in_the_same_file(tmp_path: Path) -> None:
-    (full,) = _classes(tmp_path, ADAPTER_STYLE)
+def test_the_pipeline_class_comes_from_a_base_in_the_same_file() -> None:
+    (full,) = _classes(ADAPTER_STYLE)
     assert (full.kind, full.configures) == ("pipeline", "AdapterPipeline")
 
 
-def test_hub_ids_are_followed_through_constants_super_and_self_methods(tmp_path: Path) -> None:
-    (full,) = _classes(tmp_path, ADAPTER_STYLE)
+def test_hub_ids_are_followed_through_constants_super_and_self_methods() -> None:
+    (full,) = _classes(ADAPTER_STYLE)
     assert full.hub_ids == ("hf-internal-testing/tiny-random-clip", "someone/tiny-adapter")
 
 
-def test_the_diffusers_classes_a_configuration_builds_are_named(tmp_path: Path) -> None:
+def test_the_diffusers_classes_a_configuration_builds_are_named() -> None:
     source = (
         "from diffusers import AutoencoderKL, ControlNetModel, FluxPipeline\n"
         "from transformers import T5EncoderModel\n\n\n"
@@ -104,23 +105,23 @@ def test_the_diffusers_classes_a_configuration_builds_are_named(tmp_path: Path) 
         "    def controlnet(self):\n"
         "        return ControlNetModel()\n"
     )
-    (flux,) = _classes(tmp_path, source)
+    (flux,) = _classes(source)
     assert (flux.configures, flux.builds) == ("FluxPipeline", ("AutoencoderKL", "ControlNetModel"))
 
 
-def test_hub_ids_in_class_attributes_count_and_test_methods_do_not(tmp_path: Path) -> None:
-    config, subclass = _classes(tmp_path, TESTER_CONFIG_STYLE)
+def test_hub_ids_in_class_attributes_count_and_test_methods_do_not() -> None:
+    config, subclass = _classes(TESTER_CONFIG_STYLE)
     assert (config.name, config.hub_ids) == ("FluxTesterConfig", ("hf-internal-testing/tiny-random-t5",))
     assert (subclass.name, subclass.configures) == ("TestFlux", "FluxPipeline")
 
 
-def test_a_tests_own_subclass_of_a_pipeline_configures_the_pipeline(tmp_path: Path) -> None:
-    (cosmos,) = _classes(tmp_path, WRAPPER_STYLE)
+def test_a_tests_own_subclass_of_a_pipeline_configures_the_pipeline() -> None:
+    (cosmos,) = _classes(WRAPPER_STYLE)
     assert (cosmos.name, cosmos.configures) == ("CosmosFastTests", "CosmosTextToWorldPipeline")
 
 
-def test_a_model_configuration_names_its_model_class(tmp_path: Path) -> None:
-    assert _classes(tmp_path, MODEL_STYLE) == [CheckoutTest("LatteConfig", "model", "LatteTransformer3DModel", ())]
+def test_a_model_configuration_names_its_model_class() -> None:
+    assert _classes(MODEL_STYLE) == [CheckoutTest("LatteConfig", "model", "LatteTransformer3DModel", ())]
 
 
 def test_only_ids_without_a_stand_in_are_missing() -> None:

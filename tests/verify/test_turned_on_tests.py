@@ -14,6 +14,7 @@ from pathlib import Path
 from bot.verify.checkout.own_tests import run_own_tests
 from bot.verify.checkout.repo_checks import InPlaceChecks
 from bot.verify.checkout.turned_on_tests import gained_attributes, turned_on
+from codemods.project.test_modules import CheckoutTestModules
 
 MODEL = """\
 class Block:
@@ -100,7 +101,7 @@ def test_the_names_a_class_gains_are_read_from_the_two_texts() -> None:
 def test_the_mixin_test_gated_on_the_gained_name_is_turned_on_for_the_models_test_classes(tmp_path: Path) -> None:
     checkout = _checkout(tmp_path)
     changed = {"tiny.py": {"TinyModel": ["_repeated_blocks"]}}
-    found = turned_on(checkout / "tests", changed)
+    found = turned_on(CheckoutTestModules(checkout / "tests"), changed)
     assert (found.node_ids, found.names) == ([NODE], ["test_compile_repeated_blocks"])
 
 

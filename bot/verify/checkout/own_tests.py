@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from bot.verify.checkout import own_tests_plugin
 from bot.verify.planning.covering_tests import CheckoutTests
 from bot.verify.running.runner import inherited_environment
-from codemods.project.gated_tests import tests_dir_of
+from codemods.project.test_modules import CheckoutTestModules
 
 if TYPE_CHECKING:
     from bot.verify.planning.changes import ChangeSet
@@ -105,6 +105,7 @@ def command_for(modules: list[str]) -> str:
 
 
 def changed_files_tests(
+    tests: CheckoutTestModules | None,
     src: Path,
     changes: ChangeSet,
     work_dir: Path,
@@ -112,14 +113,13 @@ def changed_files_tests(
     budget_s: float = DEFAULT_BUDGET_S,
     say: Callable[[str], None] = lambda message: None,
 ) -> OwnTests | None:
-    """The checkout's tests of the files `changes` rewrote, on both trees; None for a tree with no `tests/`."""
-    tests_dir = tests_dir_of(src.resolve())
-    if tests_dir is None:
+    """The checkout's `tests` that cover the files `changes` rewrote in `src`, run on both trees; None without any."""
+    if tests is None:
         return None
-    modules = CheckoutTests(tests_dir).covering(src, changes.changed_files)
+    modules = CheckoutTests(tests).covering(src, changes.changed_files)
     say(f"running diffusers' own tests on both trees: {len(modules)} module(s), at most {budget_s:.0f} s")
     trees = {"original": changes.original, "rewritten": changes.rewritten}
-    result = run_own_tests(Path(python or sys.executable), tests_dir.parent, trees, modules, work_dir, budget_s)
+    result = run_own_tests(Path(python or sys.executable), tests.tests_dir.parent, trees, modules, work_dir, budget_s)
     say(result.line())
     return result
 

@@ -27,7 +27,7 @@ from typing import Any
 from bot.verify.checkout.check_outcomes import OriginalOutcomes, Outcome
 from bot.verify.checkout.check_scope import ChangedFiles, ScopedCheck, scoped_checks
 from bot.verify.checkout.repo_check_list import RepoCheck, read_makefile, repo_checks
-from bot.verify.checkout.turned_on_tests import turned_on_by
+from bot.verify.checkout.turned_on_tests import turned_on_in_checkout
 from bot.verify.running.runner import inherited_environment
 from codemods.edits.formatter import find_pin
 from codemods.project.tool_env import ToolUnavailable, installed_tool
@@ -274,10 +274,7 @@ class InPlaceChecks:
 
     def turned_on_lines(self, changes: dict[str, tuple[str, str]]) -> list[str]:
         """The checkout's tests the written changes turn on: what `codemod verify` runs, and carries fixes for."""
-        packages = [p for p in (self.checkout / "src").iterdir() if (p / "__init__.py").is_file()]
-        if not (self.checkout / "tests").is_dir() or not packages:
-            return []
-        node_ids = [n for package in packages for n in turned_on_by(self.checkout / "tests", package, changes).node_ids]
+        node_ids = turned_on_in_checkout(self.checkout, changes)
         if not node_ids:
             return []
         return [

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING
 from bot.verify.checkout.own_tests import DEFAULT_BUDGET_S, ENVIRONMENT, OwnTests, checkout_of, run_own_tests
 from bot.verify.running.recompile_limit import LIMIT_HIT, probe_limit, with_recompile_limit
 from bot.verify.running.runner import inherited_environment
-from codemods.project.gated_tests import CheckoutGates, tests_dir_of
+from codemods.project.gated_tests import CheckoutGates
+from codemods.project.test_modules import CheckoutTestModules
 
 if TYPE_CHECKING:
     from bot.verify.planning.changes import ChangeSet
@@ -49,9 +50,9 @@ def gained_attributes(before: str, after: str) -> dict[str, list[str]]:
     return {cls: sorted(names - old.get(cls, set())) for cls, names in new.items() if names - old.get(cls, set())}
 
 
-def turned_on(tests_dir: Path, changed: dict[str, dict[str, list[str]]]) -> TurnedOn:
-    """The tests turned on by `changed` (package-relative file -> class -> names gained)."""
-    gates = CheckoutGates(tests_dir)
+def turned_on(tests: CheckoutTestModules, changed: dict[str, dict[str, list[str]]]) -> TurnedOn:
+    """The `tests` turned on by `changed` (package-relative file -> class -> names gained)."""
+    gates = CheckoutGates(tests)
     node_ids: list[str] = []
     attributes: dict[str, list[str]] = {}
     for classes in changed.values():
@@ -65,25 +66,24 @@ def turned_on(tests_dir: Path, changed: dict[str, dict[str, list[str]]]) -> Turn
 
 
 def turned_on_tests(
-    src: Path,
+    tests: CheckoutTestModules | None,
     changes: ChangeSet,
     work_dir: Path,
     python: Path | None = None,
     budget_s: float = DEFAULT_BUDGET_S,
     say: Callable[[str], None] = lambda message: None,
 ) -> OwnTests | None:
-    """The checkout's tests that `changes` turns on, run on both trees with their accelerator skips
+    """The checkout's `tests` that `changes` turns on, run on both trees with their accelerator skips
     lifted, recompile limits carried where needed; None when it turns none on (or there is no `tests/`)."""
-    tests_dir = tests_dir_of(src.resolve())
-    if tests_dir is None:
+    if tests is None:
         return None
-    turned_on = turned_on_by(tests_dir, changes.rewritten, changes.result.changes)
+    turned_on = turned_on_by(tests, changes.rewritten, changes.result.changes)
     if not turned_on.node_ids:
         return None
     say(f"running the {len(turned_on.node_ids)} test(s) the change turns on: {', '.join(turned_on.node_ids)}")
     trees = {"original": changes.original, "rewritten": changes.rewritten}
     python = Path(python or sys.executable)
-    checkout = tests_dir.parent
+    checkout = tests.tests_dir.parent
     result = run_own_tests(python, checkout, trees, turned_on.node_ids, work_dir, budget_s, turned_on.names)
     result.title = TITLE
     if any(LIMIT_HIT in broken["message"] for broken in result.broken):
@@ -92,14 +92,23 @@ def turned_on_tests(
     return result
 
 
-def turned_on_by(tests_dir: Path, package: Path, changes: dict[str, tuple[str, str]]) -> TurnedOn:
-    """The tests turned on by the engine's `changes` (path -> (before, after)) to the files of `package`."""
+def turned_on_by(tests: CheckoutTestModules, package: Path, changes: dict[str, tuple[str, str]]) -> TurnedOn:
+    """The `tests` turned on by the engine's `changes` (path -> (before, after)) to the files of `package`."""
     gained = {}
     for path, (before, after) in changes.items():
         attributes = gained_attributes(before, after)
         if attributes and Path(path).resolve().is_relative_to(package.resolve()):
             gained[Path(path).resolve().relative_to(package.resolve()).as_posix()] = attributes
-    return turned_on(tests_dir, gained)
+    return turned_on(tests, gained)
+
+
+def turned_on_in_checkout(checkout: Path, changes: dict[str, tuple[str, str]]) -> list[str]:
+    """Node ids of the checkout's tests that the engine's `changes` to the packages of its `src/` turn on."""
+    packages = [p for p in (checkout / "src").iterdir() if (p / "__init__.py").is_file()]
+    if not (checkout / "tests").is_dir():
+        return []
+    tests = CheckoutTestModules(checkout / "tests")
+    return [node_id for package in packages for node_id in turned_on_by(tests, package, changes).node_ids]
 
 
 def carry_recompile_limits(

@@ -9,16 +9,17 @@ For each changed file, in this order of trust:
 3. import: a test module that imports a class the file defines, the most specific first (fewest
    diffusers names imported), only for a file the first two found nothing for.
 Modules are interleaved across files rank by rank, so a time budget spent in order goes to
-the closest tests of every file first.
+the closest tests of every file first. The modules are read once per run, with every other reader of the
+checkout's tests (`codemods.project.test_modules`).
 """
 
 from __future__ import annotations
 
-import ast
 import re
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+
+from codemods.project.test_modules import CheckoutTestModules, TestModule
 
 # Areas whose tests need the Hub, a GPU or a quantization backend even in their fast tests.
 SKIPPED_AREAS = frozenset({"remote", "single_file", "quantization"})
@@ -30,29 +31,20 @@ _PREFIXES = re.compile(r"^(?:test_)?(?:models_|scheduler_|scheduling_|pipeline_)
 _CLASS = re.compile(r"^class (\w+)\b", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class ModuleFacts:
-    path: str  # relative to the checkout: "tests/pipelines/flux/test_pipeline_flux.py"
-    configures: frozenset[str]  # classes its test classes take as `pipeline_class`/`model_class`
-    imports: frozenset[str]  # names it imports from diffusers
-
-
 class CheckoutTests:
-    """The test modules of a checkout's `tests/`, parsed once."""
+    """The test modules of a checkout's `tests/` that may cover a change: `test_*.py` outside `SKIPPED_AREAS`."""
 
-    def __init__(self, tests_dir: Path) -> None:
-        self.tests_dir = tests_dir
+    def __init__(self, tests: CheckoutTestModules) -> None:
+        self.tests = tests
 
     @cached_property
-    def modules(self) -> list[ModuleFacts]:
-        found = []
-        for path in sorted(self.tests_dir.rglob("test_*.py")):
-            relative = path.relative_to(self.tests_dir)
-            if relative.parts[0] in SKIPPED_AREAS:
-                continue
-            parsed = _parse(path)
-            if parsed is not None:
-                found.append(ModuleFacts(f"tests/{relative.as_posix()}", *parsed))
+    def modules(self) -> dict[str, TestModule]:
+        """Checkout-relative path ("tests/pipelines/flux/test_pipeline_flux.py") -> what the module says."""
+        found = {}
+        for path, module in self.tests.modules.items():
+            relative = path.relative_to(self.tests.tests_dir)
+            if path.name.startswith("test_") and relative.parts[0] not in SKIPPED_AREAS:
+                found[f"tests/{relative.as_posix()}"] = module
         return found
 
     def covering(self, package: Path, changed: list[str]) -> list[str]:
@@ -70,15 +62,15 @@ class CheckoutTests:
     def _for_file(self, package: Path, relative: str) -> tuple[list[str], list[str], list[str]]:
         directory, stem = f"tests/{Path(relative).parent.as_posix()}/", _key(Path(relative).stem)
         by_layout = [
-            m.path for m in self.modules if m.path.startswith(directory) and stem and _key(Path(m.path).stem) == stem
+            path for path in self.modules if path.startswith(directory) and stem and _key(Path(path).stem) == stem
         ]
         classes = set(_CLASS.findall(_read(package / relative)))
-        configuring = [m.path for m in self.modules if m.configures & classes and m.path not in by_layout]
+        configuring = [path for path, m in self.modules.items() if m.configures & classes and path not in by_layout]
         configuring = configuring[:CONFIGURED_PER_FILE]
         importing: list[str] = []
         if not by_layout and not configuring:
-            users = [m for m in self.modules if m.imports & classes]
-            importing = [m.path for m in sorted(users, key=lambda m: (len(m.imports), m.path))][:IMPORTING_PER_FILE]
+            users = sorted((len(m.imports), path) for path, m in self.modules.items() if m.imports & classes)
+            importing = [path for _, path in users][:IMPORTING_PER_FILE]
         return by_layout, configuring, importing
 
 
@@ -91,26 +83,3 @@ def _read(path: Path) -> str:
         return path.read_text("utf-8", errors="replace")
     except OSError:
         return ""
-
-
-def _parse(path: Path) -> tuple[frozenset[str], frozenset[str]] | None:
-    try:
-        tree = ast.parse(_read(path), filename=str(path))
-    except (SyntaxError, ValueError):
-        return None
-    imports = {
-        alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "diffusers"
-        for alias in node.names
-    }
-    configures = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
-            if any(isinstance(t, ast.Name) and t.id in ("pipeline_class", "model_class") for t in node.targets):
-                configures.add(node.value.id)
-        elif isinstance(node, ast.FunctionDef) and node.name == "model_class":
-            configures.update(
-                n.value.id for n in ast.walk(node) if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)
-            )
-    return frozenset(configures), frozenset(imports)

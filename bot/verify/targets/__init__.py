@@ -8,7 +8,7 @@ without importing either, and only a worker, inside one tree, builds anything.
 of their files (or a file those import) changed, and it is credited with a rewrite only if
 its warm-up run executed the rewritten lines.
 
-May import: only its own modules
+May import: codemods.project
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ When the tree is `<checkout>/src/diffusers` and `<checkout>/tests` exists, every
 that defines a model's configuration (`get_init_dict` + `get_dummy_inputs`, or the older
 `prepare_init_args_and_inputs_for_common`) or a pipeline's (`get_dummy_components` +
 `get_dummy_inputs`) becomes a target named `tests/<path>.py::<Class>`, for classes no built-in
-spec covers. The parent finds them by parsing the test files (no import); a worker imports the
-test module from a copy of tests/ against its own tree (tests/conftest.py, which would put the
+spec covers. The parent finds them in what the test files say (`codemods.project.test_modules`, read
+once per run, no import); a worker imports the test module from a copy of tests/ against its own tree (tests/conftest.py, which would put the
 checkout's src first on sys.path, is never run) with `DIFFUSERS_TEST_DEVICE=cpu`, so inputs
 are made on the CPU and moved to the device like every other target's.
 
@@ -21,12 +21,15 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.verify.targets import TargetSpec
 from bot.verify.targets.offline_hub import missing_stand_ins
 from bot.verify.targets.siblings import AS, SIBLINGS, sibling_named
-from bot.verify.targets.test_sources import CheckoutTest, configured_classes
+
+if TYPE_CHECKING:  # a worker imports this module for `spec_for` alone: it need not load the test readers
+    from codemods.project.test_modules import CheckoutTestModules
+    from codemods.project.test_sources import CheckoutTest
 
 SEPARATOR = "::"
 _SCANNED = ("models", "pipelines")
@@ -40,30 +43,32 @@ def replaced_by(built_in: list[TargetSpec]) -> set[str]:
     return {spec.classes[0] for spec in built_in if not spec.beside_checkout_tests}
 
 
-def discover(tests_dir: Path, covered: set[str]) -> list[TargetSpec]:
-    """One target per model or pipeline class not in `covered`, from the first test class that configures it.
+def discover(tests: CheckoutTestModules, tests_copy: Path, covered: set[str]) -> list[TargetSpec]:
+    """One target per model or pipeline class not in `covered`, from the first test class of `tests` that configures
+    it (built by importing it from `tests_copy`, a copy of `tests`).
 
     A test class whose hub ids all have offline stand-ins is preferred to one that needs the Hub.
     Then one target per untested sibling pipeline (`siblings.py`) whose tested pipeline is here.
     """
     candidates: dict[str, list[TargetSpec]] = {}
-    tests: dict[str, CheckoutTest] = {}
-    for area in _SCANNED:
-        for path in sorted((tests_dir / area).rglob("test_*.py")):
-            for test in configured_classes(path):
-                name = f"{path.relative_to(tests_dir.parent).as_posix()}{SEPARATOR}{test.name}"
-                tests[name] = test
-                if test.configures in covered:
-                    continue
-                spec = spec_for(name, tests_dir, test.kind, (test.configures, *test.builds), test.hub_ids)
-                candidates.setdefault(test.configures, []).append(spec)
+    found: dict[str, CheckoutTest] = {}
+    for path, module in tests.modules.items():
+        if path.relative_to(tests.tests_dir).parts[0] not in _SCANNED or not path.name.startswith("test_"):
+            continue
+        for test in module.configurations:
+            name = f"{path.relative_to(tests.tests_dir.parent).as_posix()}{SEPARATOR}{test.name}"
+            found[name] = test
+            if test.configures in covered:
+                continue
+            spec = spec_for(name, tests_copy, test.kind, (test.configures, *test.builds), test.hub_ids)
+            candidates.setdefault(test.configures, []).append(spec)
     specs = [min(specs, key=lambda spec: bool(missing_stand_ins(spec.hub_ids))) for specs in candidates.values()]
     for sibling in SIBLINGS:
-        test = tests.get(sibling.test)
+        test = found.get(sibling.test)
         if test is None or test.configures != sibling.configures or sibling.variant in covered | candidates.keys():
             continue
         classes = (sibling.variant, *test.builds, *sibling.builds)
-        specs.append(spec_for(f"{sibling.test}{AS}{sibling.variant}", tests_dir, "pipeline", classes, test.hub_ids))
+        specs.append(spec_for(f"{sibling.test}{AS}{sibling.variant}", tests_copy, "pipeline", classes, test.hub_ids))
     return specs
 
 

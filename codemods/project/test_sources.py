@@ -14,7 +14,6 @@ import ast
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 _CONFIGURING = ("get_dummy_components", "get_dummy_inputs", "get_init_dict", "prepare_init_args_and_inputs_for_common")
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -29,11 +28,8 @@ class CheckoutTest:
     builds: tuple[str, ...] = ()  # the other diffusers classes its configuration builds (a pipeline's components)
 
 
-def configured_classes(path: Path) -> list[CheckoutTest]:
-    try:
-        tree = ast.parse(path.read_text("utf-8"), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
-        return []
+def configured_classes(tree: ast.Module) -> list[CheckoutTest]:
+    """The module's test classes that configure a model or a pipeline (`test_modules` parses it)."""
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     constants = _string_constants(tree.body)
     from_diffusers = _imported_from_diffusers(tree)
