@@ -40,6 +40,7 @@ class ClassPlaces:
         self._returning: set[tuple[str, int]] = set()  # returned items being worked out (a recursion guard)
         self._traced: dict[int, FunctionPlaces] = {}  # `annotations=False` places of the callers of a helper
         self._passing: set[tuple[int, str, bool]] = set()  # parameters being placed from their callers (a guard)
+        self._callers: dict[int, list[tuple[Function, ast.Call]] | None] = {}  # per helper: a walk of every method
 
     @cached_property
     def methods(self) -> dict[str, Function]:
@@ -198,7 +199,9 @@ class ClassPlaces:
         """Where the value every `self.<method>(...)` call of this class passes for `parameter` lives: DEVICE where
         each is (`annotations` as in `FunctionPlaces`), else UNKNOWN. A helper only this class calls sees nothing else."""
         key = (id(method), parameter.arg, annotations)
-        found = callers(self.methods.values(), method) if key not in self._passing else None
+        if id(method) not in self._callers:
+            self._callers[id(method)] = callers(self.methods.values(), method)
+        found = self._callers[id(method)] if key not in self._passing else None
         if found is None:
             return Place.UNKNOWN
         self._passing.add(key)

@@ -33,14 +33,14 @@ def callers(methods: Iterable[Function], method: Function) -> list[tuple[Functio
     found: list[tuple[Function, ast.Call]] = []
     for caller in methods:
         called = set()
-        for node in ast.walk(caller):
-            if isinstance(node, ast.Call) and self_attribute(node.func) == method.name:
+        for node in nodes_within(caller, ast.Call, breadth_first=True):
+            if self_attribute(node.func) == method.name:
                 if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
                     return None
                 found.append((caller, node))
                 called.add(id(node.func))
-        for node in ast.walk(caller):
-            if isinstance(node, ast.Attribute) and self_attribute(node) == method.name and id(node) not in called:
+        for node in nodes_within(caller, ast.Attribute):
+            if self_attribute(node) == method.name and id(node) not in called:
                 return None  # `self.<method>` handed on as a value: called where this class does not show
     return found or None
 
