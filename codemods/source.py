@@ -260,6 +260,12 @@ def dotted_name(node: ast.AST) -> str | None:
     return None
 
 
+def same_expression(first: ast.AST, second: ast.AST) -> bool:
+    """The same expression, read or stored. Not `ast.dump`: it tells the contexts apart, and its recursive
+    closure leaves a reference cycle per call, which the scan workers (gc off) would keep."""
+    return ast.unparse(first) == ast.unparse(second)
+
+
 def self_attribute(node: ast.AST) -> str | None:
     """`unet` for the expression `self.unet`; None for anything else."""
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":

@@ -20,7 +20,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from codemods.node_index import names_within, nodes_within
-from codemods.source import SourceFile, dotted_name
+from codemods.source import SourceFile, dotted_name, same_expression
 
 if TYPE_CHECKING:
     from codemods.analysis.placement.function_places import FunctionPlaces
@@ -70,7 +70,7 @@ def _is_where(value: ast.expr, mask: ast.expr) -> bool:
         and dotted_name(value.func) == "torch.where"
         and len(value.args) == 3
         and not value.keywords
-        and _same(value.args[0], mask)
+        and same_expression(value.args[0], mask)
     )
 
 
@@ -78,19 +78,19 @@ def _masked_copy(target: ast.expr, value: ast.expr, mask: ast.expr) -> bool:
     return (
         isinstance(target, ast.Subscript)
         and isinstance(value, ast.Subscript)
-        and _same(target.slice, mask)
-        and _same(value.slice, mask)
+        and same_expression(target.slice, mask)
+        and same_expression(value.slice, mask)
     )
 
 
 def _same_view(kept: ast.expr, target: ast.expr, branch: ast.If, places: FunctionPlaces) -> bool:
     """Whether `kept` (what `torch.where` keeps where the mask is False) holds what `target` does."""
-    if _same(kept, target):
+    if same_expression(kept, target):
         return True
     if not isinstance(kept, ast.Name) or not _basic_slice(target):
         return False
     bindings = places.bindings.reaching(kept.id, kept)
-    if len(bindings) != 1 or bindings[0].kind != "value" or not _same(bindings[0].value, target):
+    if len(bindings) != 1 or bindings[0].kind != "value" or not same_expression(bindings[0].value, target):
         return False
     made = bindings[0].owner
     block = _block_holding(places.function, made, branch)
@@ -132,7 +132,3 @@ def _binds(statements: list[ast.stmt], name: str) -> bool:
             return True
     return False
 
-
-def _same(first: ast.AST, second: ast.AST) -> bool:
-    """The same expression, whether read or stored (`ast.dump` would tell the contexts apart)."""
-    return ast.unparse(first) == ast.unparse(second)

@@ -13,7 +13,7 @@ from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.place import Place
 from codemods.analysis.values.binding_sites import Binding
 from codemods.node_index import in_walk_order, method_calls_within, nodes_within
-from codemods.source import dotted_name
+from codemods.source import dotted_name, same_expression
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Taint = str  # "scalar": one sigma (0-dim); "vector": the sigmas or a slice of them
@@ -213,7 +213,7 @@ def made_like(call: ast.Call) -> ast.expr | None:
         and shape.attr == "shape"
     ):
         return None
-    return device.value if ast.dump(device.value) == ast.dump(shape.value) else None
+    return device.value if same_expression(device.value, shape.value) else None
 
 
 def is_append(node: ast.AST) -> bool:
