@@ -24,6 +24,13 @@ class SchedulerRecipe:
     steps: int = STEPS
 
 
+def seeded_latents(device: Any) -> Any:
+    """The latents every scheduler target starts from: the same seed on every tree and device, for the parity check."""
+    import torch
+
+    return torch.randn(1, 4, 8, 8, generator=torch.Generator().manual_seed(1)).to(device)
+
+
 def register_scheduler(recipe: SchedulerRecipe) -> None:
     def build(device: Any) -> Any:
         import inspect
@@ -36,7 +43,7 @@ def register_scheduler(recipe: SchedulerRecipe) -> None:
         scheduler = getattr(diffusers, recipe.cls)(**recipe.config)
         scheduler.set_timesteps(recipe.steps, device=device, **recipe.set_timesteps)
         steps = len(scheduler.timesteps)
-        latents = torch.randn(1, 4, 8, 8, generator=torch.Generator().manual_seed(1)).to(device)
+        latents = seeded_latents(device)
         takes_generator = "generator" in inspect.signature(scheduler.step).parameters
         scales = hasattr(scheduler, "scale_model_input")
 
@@ -112,7 +119,7 @@ def score_sde_ve(device: Any) -> Any:
     from bot.verify.targets.workload import Workload
 
     scheduler = diffusers.ScoreSdeVeScheduler()
-    latents = torch.randn(1, 4, 8, 8, generator=torch.Generator().manual_seed(1)).to(device)
+    latents = seeded_latents(device)
 
     def run() -> Any:
         scheduler.set_timesteps(STEPS, device=device)

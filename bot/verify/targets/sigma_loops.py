@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.verify.targets import target
-from bot.verify.targets.schedulers import STEPS, SchedulerRecipe, register_scheduler
+from bot.verify.targets.schedulers import STEPS, SchedulerRecipe, register_scheduler, seeded_latents
 
 
 def _model(sample: Any, timestep: Any) -> Any:
@@ -34,7 +34,7 @@ def euler_latent_upscale(device: Any) -> Any:
     from bot.verify.targets.workload import Workload
 
     scheduler = diffusers.EulerDiscreteScheduler()
-    latents = torch.randn(1, 4, 8, 8, generator=torch.Generator().manual_seed(1)).to(device)
+    latents = seeded_latents(device)
 
     def run() -> Any:
         scheduler.set_timesteps(STEPS, device=device)
@@ -59,12 +59,11 @@ def euler_latent_upscale(device: Any) -> Any:
 )
 def lms_instruct_pix2pix(device: Any) -> Any:
     import diffusers
-    import torch
 
     from bot.verify.targets.workload import Workload
 
     scheduler = diffusers.LMSDiscreteScheduler()
-    latents = torch.randn(1, 4, 8, 8, generator=torch.Generator().manual_seed(1)).to(device)
+    latents = seeded_latents(device)
 
     def run() -> Any:
         scheduler.set_timesteps(STEPS, device=device)
