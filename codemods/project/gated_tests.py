@@ -42,12 +42,12 @@ class CheckoutGates:
         self._tests = tests
         self._gated: dict[frozenset[str], dict[str, frozenset[str]]] = {}
 
-    def _naming(self, names: set[str]) -> list[tuple[Path, TestModule]]:
-        """The modules whose text names one of `names` (as a word) and that parse: only those are read."""
+    def _naming(self, *names: set[str]) -> list[tuple[Path, TestModule]]:
+        """The modules whose text names one of each of `names` (as a word) and that parse: only those are read."""
         return [
             (path, module)
             for path, words in self._tests.words.items()
-            if not words.isdisjoint(names) and (module := self._tests.module(path)) is not None
+            if all(not words.isdisjoint(each) for each in names) and (module := self._tests.module(path)) is not None
         ]
 
     def gated_on(self, attributes: set[str]) -> dict[str, frozenset[str]]:
@@ -90,7 +90,8 @@ class CheckoutGates:
         if not gated:
             return []
         node_ids = []
-        for path, module in self._naming({model}):
+        # A test class holds a gated function only if its module names a holder (a base, or the class itself).
+        for path, module in self._naming({model}, set().union(*gated.values())):
             module_path = path.relative_to(self.tests_dir.parent).as_posix()
             for test_class in module.test_classes:
                 if test_class.model_class != model:
