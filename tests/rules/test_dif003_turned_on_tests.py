@@ -165,19 +165,31 @@ def test_a_class_deriving_from_the_mixin_in_another_module_holds_its_gated_test(
     ]
 
 
-def test_the_gates_read_only_the_test_modules_that_name_what_they_ask_of(tmp_path: Path) -> None:
-    _write_tests(tmp_path)
+def _recording_gates(root: Path) -> tuple[CheckoutGates, list[str]]:
+    """Gates over `root`'s tests/, and the checkout-relative paths of the modules they parse, as they parse them."""
     read: list[str] = []
 
     def recording(path: str, kind: str, compute):
         if kind == TEST_MODULE:
-            read.append(Path(path).relative_to(tmp_path).as_posix())
+            read.append(Path(path).relative_to(root).as_posix())
         return uncached(path, kind, compute)
 
-    gates = CheckoutGates(CheckoutTestModules(tmp_path / "tests", recording))
+    return CheckoutGates(CheckoutTestModules(root / "tests", recording)), read
+
+
+def test_the_gates_read_only_the_test_modules_that_name_what_they_ask_of(tmp_path: Path) -> None:
+    _write_tests(tmp_path)
+    gates, read = _recording_gates(tmp_path)
     assert gates.turned_on("SD3Transformer2DModel", {"_repeated_blocks"}) == [TURNED_ON]
     assert sorted(read) == [  # the mixin naming the attribute, a module naming the mixin, SD3's tests
         "tests/models/testing_utils/__init__.py",
         "tests/models/testing_utils/compile.py",
         "tests/models/transformers/test_models_transformer_sd3.py",
     ]
+
+
+def test_a_module_naming_the_model_but_no_holder_of_a_gated_test_is_not_read(tmp_path: Path) -> None:
+    _write_tests(tmp_path)
+    gates, read = _recording_gates(tmp_path)
+    assert gates.turned_on("PixArtTransformer2DModel", {"_repeated_blocks"}) == []
+    assert "tests/models/transformers/test_models_transformer_pixart.py" not in read
