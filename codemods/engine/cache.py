@@ -110,9 +110,6 @@ class ScanCache:
         self._memo_keys.add(key)
         return key
 
-    def has(self, key: str) -> bool:
-        return key in self._scans
-
     def file_memo(self, path: str, kind: str, compute: Callable[[str], T]) -> T | None:
         """`compute` of the file's text, kept by its content digest (a `codemods.project.FileMemo`)."""
         try:

@@ -35,7 +35,6 @@ from codemods.project.facts import FileFacts
 from codemods.project.files import SourceText
 from codemods.project.frozen import is_deprecated_pipeline
 from codemods.project.index import ProjectIndex, TreeInfo, module_name, package_root, tree_relative
-from codemods.project.test_modules import TEST_MODULE, read_test_file, test_files, tests_dir_of
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
 from codemods.source import SourceFile
@@ -128,7 +127,6 @@ class _Run:
         digests, unreadable_scans = self.digest_files()
         scans = {**unreadable_scans, **self.scan_files({path: (key, None) for path, key in digests.items()}, "scan")}
         scans = {path: scans[path] for path in self.files}  # in path order, however they were computed
-        self.read_checkout_tests()
         loose = [Path(path) for path, root in self.roots.items() if root is None]
         index = ProjectIndex(
             {root for root in self.roots.values() if root} | set(loose),
@@ -205,22 +203,6 @@ class _Run:
             self.stats.rule_results_computed += len(scan.rules)
         self.used_cache_keys.update(key for key, _ in files.values())
         return {path: known[path].select(self.codes) for path in files}
-
-    def read_checkout_tests(self) -> None:
-        """The checkouts' `tests/`, parsed in the workers for the rules whose `resolve` reads them (DIF003's gated
-        tests), and kept in the cache by file digest, where `resolve` then finds them (codemods.project.gated_tests)."""
-        if not any(rule.reads_checkout_tests for rule in self.rules):
-            return
-        tests_dirs = {tests for root in set(self.roots.values()) if root and (tests := tests_dir_of(root))}
-        keys: dict[str, str] = {}
-        for path in (str(file) for tests in sorted(tests_dirs) for file in test_files(tests)):
-            try:
-                keys[path] = self.cache.memo_key(path, TEST_MODULE)
-            except OSError:
-                continue  # the gates read what they can, as they would have
-        missing = [path for path, key in keys.items() if not self.cache.has(key)]
-        for path, module in zip(missing, self.map(read_test_file, missing, "tests")):
-            self.cache.put(keys[path], module)
 
     def scan_texts(self, texts: dict[str, str]) -> dict[str, Scan]:
         """Scans of rewritten texts, keyed (and cached) as the scans of the files once written (UTF-8)."""

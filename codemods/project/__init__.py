@@ -2,9 +2,9 @@
 
 Source files read and written as Python does (`files`), per-file facts and their cross-file index
 (`facts`, `index`), `# Copied from` groups (`copies`), `[tool.codemod]` (`config`), what the checkout's
-test modules say, read once for every reader (`test_modules`, `test_sources`), the tests a class
-attribute turns on (`gated_tests`), what diffusers accepts no changes to (`frozen`), user paths
-inside a tree, and the target's pinned tools.
+test modules say, read once for every reader in one walk (`test_modules`, `test_sources`, `test_walk`),
+the tests a class attribute turns on (`gated_tests`), what diffusers accepts no changes to (`frozen`),
+user paths inside a tree, and the target's pinned tools.
 
 May import: codemods
 """

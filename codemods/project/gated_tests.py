@@ -8,10 +8,10 @@ are not all built alike, as SD3's last block and SD3.5's dual-attention blocks a
 therefore declines such a change unless the run opts in; `codemod verify` and the bot opt in, run
 those tests (`bot/verify/checkout/turned_on_tests.py`) and carry the override they need.
 
-Each test module is read once (`test_modules`), and the run's cache keeps that reading per file digest:
-the test functions that read the attribute, the classes that derive from their holders (across the whole
-`tests/`), and the modules that name the model are then set operations, not a text search of every module
-for every model.
+Each test module's words are read once, and a module is parsed only when its words name what a question
+asks of (`test_modules`); the run's cache keeps both per file digest: the test functions that read the
+attribute, the classes that derive from their holders (across the whole `tests/`), and the modules that name
+the model are then set operations, not a text search of every module for every model.
 """
 
 from __future__ import annotations
@@ -42,9 +42,13 @@ class CheckoutGates:
         self._tests = tests
         self._gated: dict[frozenset[str], dict[str, frozenset[str]]] = {}
 
-    def _naming(self, names: set[str]) -> list[tuple[Path, TestModule]]:
-        """The modules whose text names one of `names` (as a word)."""
-        return [(path, module) for path, module in self._tests.modules.items() if not module.words.isdisjoint(names)]
+    def _naming(self, *names: set[str]) -> list[tuple[Path, TestModule]]:
+        """The modules whose text names one of each of `names` (as a word) and that parse: only those are read."""
+        return [
+            (path, module)
+            for path, words in self._tests.words.items()
+            if all(not words.isdisjoint(each) for each in names) and (module := self._tests.module(path)) is not None
+        ]
 
     def gated_on(self, attributes: set[str]) -> dict[str, frozenset[str]]:
         """Test function -> the test classes that hold it: those that define it reading one of `attributes`, and
@@ -86,7 +90,8 @@ class CheckoutGates:
         if not gated:
             return []
         node_ids = []
-        for path, module in self._naming({model}):
+        # A test class holds a gated function only if its module names a holder (a base, or the class itself).
+        for path, module in self._naming({model}, set().union(*gated.values())):
             module_path = path.relative_to(self.tests_dir.parent).as_posix()
             for test_class in module.test_classes:
                 if test_class.model_class != model:

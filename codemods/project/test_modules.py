@@ -1,14 +1,17 @@
 """What a checkout's test module says, read from its source once for every reader. No torch, no import of the tests.
 
-One parse of a module yields all that anything asks of it (`TestModule`):
-- the gates (`gated_tests`): its words, its classes' shapes (bases, the names each test function reads), and
+One parse and one walk (`test_walk`) of a module yield all that anything asks of it (`TestModule`):
+- the gates (`gated_tests`): its classes' shapes (bases, the names each test function reads), and
   its test classes with the model class each is configured for;
 - the covering tests (`bot/verify/planning/covering_tests.py`): the classes it configures
   (`pipeline_class`/`model_class`) and the names it imports from diffusers;
 - the checkout-test targets (`bot/verify/targets/from_tests.py`): the test classes that hold a model's or a
   pipeline's configuration (`test_sources`).
-`CheckoutTestModules` reads each module of a checkout's `tests/` once: the engine keeps the readings per file
-digest (`FileMemo`) across runs, and a `codemod verify` run hands one reading to each of its phases.
+The gates first ask which modules name a class at all: each module's words, a regular expression over its text
+(no parse), choose the few they read (a cold check of a diffusers main checkout reads 32 of its 625).
+`CheckoutTestModules` reads each module of a checkout's `tests/` at most once, when first asked: the engine keeps
+the words and the readings per file digest (`FileMemo`) across runs, and a `codemod verify` run hands one
+reading to each of its phases.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from pathlib import Path
 
 from codemods.project.index import FileMemo, uncached
 from codemods.project.test_sources import CheckoutTest, configured_classes
+from codemods.project.test_walk import MethodReading, walk_module
 
-# The `FileMemo` kind under which a run keeps each module's `TestModule`.
+# The `FileMemo` kinds under which a run keeps each module's words and its `TestModule`.
+TEST_WORDS = "test-words"
 TEST_MODULE = "test-module"
 _WORD = re.compile(r"\w+")
 
@@ -45,7 +50,6 @@ class ClassShape:
 class TestModule:
     """What one test module says: read once, kept per file digest (`FileMemo`)."""
 
-    words: frozenset[str]  # every word of its text: which modules "name" a class, as a text search would
     classes: tuple[ClassShape, ...]
     test_classes: tuple[TestClass, ...]
     configures: frozenset[str]  # classes its test classes take as `pipeline_class`/`model_class`
@@ -65,12 +69,13 @@ def read_test_module(text: str) -> TestModule | None:
     tree = _parse(text)
     if tree is None:
         return None
+    walked = walk_module(tree)
     shapes = tuple(
         ClassShape(
             cls.name,
             frozenset(_base_name(base) for base in cls.bases),
             tuple(
-                (function.name, _names_read(function))
+                (function.name, frozenset(walked.methods[function].names_read))
                 for function in cls.body
                 if isinstance(function, ast.FunctionDef) and function.name.startswith("test")
             ),
@@ -78,39 +83,50 @@ def read_test_module(text: str) -> TestModule | None:
         for cls in _classes(tree)
     )
     return TestModule(
-        frozenset(_WORD.findall(text)),
         shapes,
-        tuple(test_classes(tree)),
-        *_configured_and_imported(tree),
-        tuple(configured_classes(tree)),
+        tuple(test_classes(tree, walked.methods)),
+        walked.configures,
+        walked.imports,
+        tuple(configured_classes(tree, walked.methods)),
     )
+
+
+def module_words(text: str) -> frozenset[str]:
+    """Every word of the module's text: whether it names a class, as a text search would (no parse)."""
+    return frozenset(_WORD.findall(text))
 
 
 def test_files(tests_dir: Path) -> list[Path]:
     return sorted(tests_dir.rglob("*.py"))
 
 
-def read_test_file(path: str) -> TestModule | None:
-    """`read_test_module` of the file at `path` (a worker's job: the engine reads a checkout's tests in parallel)."""
-    return uncached(path, TEST_MODULE, read_test_module)
-
-
 class CheckoutTestModules:
-    """The modules of a checkout's `tests/` that parse, each read once (`memo` keeps what it read per file digest,
-    across runs); whoever asks of the same checkout shares one reading."""
+    """The modules of a checkout's `tests/`, each read once, and only when asked for (`memo` keeps what it read
+    per file digest, across runs); whoever asks of the same checkout shares one reading. Their words come
+    first, without a parse: the gates read only the modules whose words name what they look for."""
 
     def __init__(self, tests_dir: Path, memo: FileMemo = uncached) -> None:
         self.tests_dir = tests_dir
         self._memo = memo
+        self._read: dict[Path, TestModule | None] = {}
+
+    @cached_property
+    def words(self) -> dict[Path, frozenset[str]]:
+        """Every module's words (an unreadable module has none)."""
+        return {
+            path: self._memo(str(path), TEST_WORDS, module_words) or frozenset() for path in test_files(self.tests_dir)
+        }
+
+    def module(self, path: Path) -> TestModule | None:
+        """What the module at `path` says; None when it does not parse."""
+        if path not in self._read:
+            self._read[path] = self._memo(str(path), TEST_MODULE, read_test_module)
+        return self._read[path]
 
     @cached_property
     def modules(self) -> dict[Path, TestModule]:
-        modules = {}
-        for path in test_files(self.tests_dir):
-            module = self._memo(str(path), TEST_MODULE, read_test_module)
-            if module is not None:
-                modules[path] = module
-        return modules
+        """Every module that parses."""
+        return {path: module for path in test_files(self.tests_dir) if (module := self.module(path)) is not None}
 
 
 def checkout_tests_of(package: Path) -> CheckoutTestModules | None:
@@ -119,7 +135,7 @@ def checkout_tests_of(package: Path) -> CheckoutTestModules | None:
     return CheckoutTestModules(tests_dir) if tests_dir is not None else None
 
 
-def test_classes(tree: ast.Module) -> list[TestClass]:
+def test_classes(tree: ast.Module, methods: dict[ast.FunctionDef, MethodReading]) -> list[TestClass]:
     """The module's classes, with the model class each is configured for and its ancestry within the module."""
     classes = {cls.name: cls for cls in _classes(tree)}
 
@@ -127,7 +143,7 @@ def test_classes(tree: ast.Module) -> list[TestClass]:
         node = classes.get(name)
         if node is None or name in seen:
             return None
-        own = _model_class(node)
+        own = _model_class(node, methods)
         if own:
             return own
         return next((found for base in node.bases if (found := configured(_base_name(base), seen | {name}))), None)
@@ -150,45 +166,16 @@ def _base_name(base: ast.expr) -> str:
     return base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
 
 
-def _names_read(function: ast.FunctionDef) -> frozenset[str]:
-    """Attribute names the function reads: `x.name`, and `getattr(x, "name")`/`hasattr(x, "name")`."""
-    names = set()
-    for node in ast.walk(function):  # one walk: walking the tree costs more than parsing it
-        if isinstance(node, ast.Attribute):
-            names.add(node.attr)
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr"):
-            if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
-                names.add(node.args[1].value)
-    return frozenset(names)
-
-
-def _model_class(cls: ast.ClassDef) -> str | None:
+def _model_class(cls: ast.ClassDef, methods: dict[ast.FunctionDef, MethodReading]) -> str | None:
     for statement in cls.body:
         if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Name):
             if any(isinstance(t, ast.Name) and t.id == "model_class" for t in statement.targets):
                 return statement.value.id
         if isinstance(statement, ast.FunctionDef) and statement.name == "model_class":
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
-                    return node.value.id
+            for value in methods[statement].returned:
+                if isinstance(value, ast.Name):
+                    return value.id
     return None
-
-
-def _configured_and_imported(tree: ast.Module) -> tuple[frozenset[str], frozenset[str]]:
-    """(every name assigned to `pipeline_class`/`model_class` or returned by a `model_class` function, every name
-    imported from diffusers by an absolute import), at any depth: one walk of the tree for both."""
-    configures, imports = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
-            if any(isinstance(t, ast.Name) and t.id in ("pipeline_class", "model_class") for t in node.targets):
-                configures.add(node.value.id)
-        elif isinstance(node, ast.FunctionDef) and node.name == "model_class":
-            configures.update(
-                n.value.id for n in ast.walk(node) if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)
-            )
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "diffusers":
-            imports.update(alias.name for alias in node.names)
-    return frozenset(configures), frozenset(imports)
 
 
 def _parse(text: str) -> ast.Module | None:

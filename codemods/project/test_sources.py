@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from codemods.project.test_walk import MethodReading
+
 _CONFIGURING = ("get_dummy_components", "get_dummy_inputs", "get_init_dict", "prepare_init_args_and_inputs_for_common")
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
@@ -28,8 +30,9 @@ class CheckoutTest:
     builds: tuple[str, ...] = ()  # the other diffusers classes its configuration builds (a pipeline's components)
 
 
-def configured_classes(tree: ast.Module) -> list[CheckoutTest]:
-    """The module's test classes that configure a model or a pipeline (`test_modules` parses it)."""
+def configured_classes(tree: ast.Module, readings: dict[ast.FunctionDef, MethodReading]) -> list[CheckoutTest]:
+    """The module's test classes that configure a model or a pipeline (`test_modules` parses and walks it:
+    `readings` are what its walk read of each method of its classes)."""
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     constants = _string_constants(tree.body)
     from_diffusers = _imported_from_diffusers(tree)
@@ -38,11 +41,11 @@ def configured_classes(tree: ast.Module) -> list[CheckoutTest]:
         lineage = _lineage(node, classes)
         methods = {k: v for cls in reversed(lineage) for k, v in _methods(cls).items()}
         attributes = {k: v for cls in reversed(lineage) for k, v in _attributes(cls).items()}
-        configured = _configures(methods, attributes, classes)
+        configured = _configures(methods, attributes, classes, readings)
         if configured is not None:
-            reached = _configuring_functions(lineage, methods)
+            reached = [readings[f] for f in _configuring_functions(lineage, methods, readings)]
             hub_ids = _hub_ids(reached, {**constants, **_string_constants_of(attributes)})
-            built = sorted({n.func.id for f in reached for n in ast.walk(f) if _calls_a_name(n)} & from_diffusers)
+            built = sorted(set().union(*(reading.called for reading in reached)) & from_diffusers)
             builds = tuple(name for name in built if name != configured[1])
             found.append(CheckoutTest(node.name, *configured, hub_ids, builds))
     return found
@@ -57,19 +60,18 @@ def _imported_from_diffusers(tree: ast.Module) -> set[str]:
     }
 
 
-def _calls_a_name(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-
-
 def _configures(
-    methods: dict[str, ast.FunctionDef], attributes: dict[str, ast.expr], classes: dict[str, ast.ClassDef]
+    methods: dict[str, ast.FunctionDef],
+    attributes: dict[str, ast.expr],
+    classes: dict[str, ast.ClassDef],
+    readings: dict[ast.FunctionDef, MethodReading],
 ) -> tuple[str, str] | None:
     pipeline, model = attributes.get("pipeline_class"), attributes.get("model_class")
     components = methods.get("get_dummy_components")
     if components is not None and isinstance(pipeline, ast.Name) and _needs_no_argument(components):
         return "pipeline", _wrapped(pipeline.id, classes)
     if {"get_init_dict", "get_dummy_inputs", "model_class"} <= methods.keys():
-        returned = [n.value for n in ast.walk(methods["model_class"]) if isinstance(n, ast.Return)]
+        returned = readings[methods["model_class"]].returned
         if returned and isinstance(returned[0], ast.Name):
             return "model", returned[0].id
     if "prepare_init_args_and_inputs_for_common" in methods and isinstance(model, ast.Name):
@@ -141,7 +143,9 @@ def _string_constants_of(bound: dict[str, ast.expr]) -> dict[str, str]:
     return {k: v.value for k, v in bound.items() if isinstance(v, ast.Constant) and isinstance(v.value, str)}
 
 
-def _configuring_functions(lineage: list[ast.ClassDef], methods: dict[str, ast.FunctionDef]) -> list[ast.FunctionDef]:
+def _configuring_functions(
+    lineage: list[ast.ClassDef], methods: dict[str, ast.FunctionDef], readings: dict[ast.FunctionDef, MethodReading]
+) -> list[ast.FunctionDef]:
     """The configuration methods (each class's own, since an override may call `super()`'s) and the methods
     and properties they use on `self`, transitively."""
     pending = [f for cls in lineage for name, f in _methods(cls).items() if name in _CONFIGURING]
@@ -151,28 +155,19 @@ def _configuring_functions(lineage: list[ast.ClassDef], methods: dict[str, ast.F
         if any(function is seen for seen in reached):
             continue
         reached.append(function)
-        pending += [methods[name] for name in _used_on_self(function) if name in methods]
+        pending += [methods[name] for name in readings[function].used_on_self if name in methods]
     return reached
 
 
-def _used_on_self(function: ast.FunctionDef) -> set[str]:
-    return {
-        node.attr
-        for node in ast.walk(function)
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
-    }
-
-
-def _hub_ids(functions: list[ast.FunctionDef], constants: dict[str, str]) -> tuple[str, ...]:
+def _hub_ids(functions: list[MethodReading], constants: dict[str, str]) -> tuple[str, ...]:
     """Repositories passed to `from_pretrained` in `functions`."""
     ids: set[str] = set()
     for function in functions:
-        local = {**constants, **_string_constants(ast.walk(function))}
-        for node in ast.walk(function):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
-                value = _string(node.args[0], local) if node.func.attr == "from_pretrained" else None
-                if value is not None and _HUB_ID.match(value):
-                    ids.add(value)
+        local = {**constants, **_string_constants(function.assignments)}
+        for loaded in function.loaded:
+            value = _string(loaded, local)
+            if value is not None and _HUB_ID.match(value):
+                ids.add(value)
     return tuple(sorted(ids))
 
 

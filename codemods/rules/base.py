@@ -52,9 +52,6 @@ class Rule:
     # Fixes offered only where the target asks for them (`[tool.codemod] opt-in = ["<code>-<name>"]`);
     # elsewhere those findings are reported without a fix. The rule's "Fix safety" says why.
     opt_ins: ClassVar[tuple[str, ...]] = ()
-    # Whether `resolve` reads the checkout's `tests/` (codemods.project.gated_tests): the engine then parses them
-    # in its workers after the scan, and `resolve` finds them in the cache.
-    reads_checkout_tests: ClassVar[bool] = False
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[Example, ...]] = ()
 

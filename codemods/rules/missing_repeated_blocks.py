@@ -107,7 +107,6 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
     fix_safeties = (FixSafety.SAFE,)
     # Fix a model even where the checkout has tests the attribute turns on (`codemod verify` and the bot run them).
     opt_ins = (TURNED_ON_TESTS,)
-    reads_checkout_tests = True
     trigger = re.compile(r"ModuleList\(")
     # Pipelines (what runs per step) and the graph of what models build, for findings in other files.
     facts_trigger = re.compile(r"ModuleList\(|register_modules\(")

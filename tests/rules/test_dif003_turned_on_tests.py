@@ -16,7 +16,8 @@ from installed_trees import copy_installed_diffusers
 
 from codemods.engine.entry import Mode, RunOptions, RunResult, run
 from codemods.project.gated_tests import CheckoutGates
-from codemods.project.test_modules import CheckoutTestModules
+from codemods.project.index import uncached
+from codemods.project.test_modules import TEST_MODULE, CheckoutTestModules
 
 COMPILE_MIXIN = """\
 import pytest
@@ -68,20 +69,26 @@ PIXART = "models/transformers/pixart_transformer_2d.py"
 TURNED_ON = "tests/models/transformers/test_models_transformer_sd3.py::TestSD3TransformerCompile::test_torch_compile_repeated_blocks"
 
 
-def _checkout(root: Path) -> Path:
-    copy_installed_diffusers(root / "src")
-    files = {
-        "tests/__init__.py": "",
-        "tests/models/__init__.py": "",
-        "tests/models/testing_utils/__init__.py": "from .compile import TorchCompileTesterMixin\n",
-        "tests/models/testing_utils/compile.py": COMPILE_MIXIN,
-        "tests/models/transformers/__init__.py": "",
-        "tests/models/transformers/test_models_transformer_sd3.py": SD3_TESTS,
-        "tests/models/transformers/test_models_transformer_pixart.py": PIXART_TESTS,
-    }
-    for relative, text in files.items():
+CHECKOUT_TESTS = {
+    "tests/__init__.py": "",
+    "tests/models/__init__.py": "",
+    "tests/models/testing_utils/__init__.py": "from .compile import TorchCompileTesterMixin\n",
+    "tests/models/testing_utils/compile.py": COMPILE_MIXIN,
+    "tests/models/transformers/__init__.py": "",
+    "tests/models/transformers/test_models_transformer_sd3.py": SD3_TESTS,
+    "tests/models/transformers/test_models_transformer_pixart.py": PIXART_TESTS,
+}
+
+
+def _write_tests(root: Path) -> None:
+    for relative, text in CHECKOUT_TESTS.items():
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_text(text)
+
+
+def _checkout(root: Path) -> Path:
+    copy_installed_diffusers(root / "src")
+    _write_tests(root)
     return root
 
 
@@ -156,3 +163,33 @@ def test_a_class_deriving_from_the_mixin_in_another_module_holds_its_gated_test(
     assert CheckoutGates(CheckoutTestModules(tests)).turned_on("TinyModel", {"_repeated_blocks"}) == [
         "tests/models/test_tiny.py::TestTinyCompile::test_torch_compile_repeated_blocks"
     ]
+
+
+def _recording_gates(root: Path) -> tuple[CheckoutGates, list[str]]:
+    """Gates over `root`'s tests/, and the checkout-relative paths of the modules they parse, as they parse them."""
+    read: list[str] = []
+
+    def recording(path: str, kind: str, compute):
+        if kind == TEST_MODULE:
+            read.append(Path(path).relative_to(root).as_posix())
+        return uncached(path, kind, compute)
+
+    return CheckoutGates(CheckoutTestModules(root / "tests", recording)), read
+
+
+def test_the_gates_read_only_the_test_modules_that_name_what_they_ask_of(tmp_path: Path) -> None:
+    _write_tests(tmp_path)
+    gates, read = _recording_gates(tmp_path)
+    assert gates.turned_on("SD3Transformer2DModel", {"_repeated_blocks"}) == [TURNED_ON]
+    assert sorted(read) == [  # the mixin naming the attribute, a module naming the mixin, SD3's tests
+        "tests/models/testing_utils/__init__.py",
+        "tests/models/testing_utils/compile.py",
+        "tests/models/transformers/test_models_transformer_sd3.py",
+    ]
+
+
+def test_a_module_naming_the_model_but_no_holder_of_a_gated_test_is_not_read(tmp_path: Path) -> None:
+    _write_tests(tmp_path)
+    gates, read = _recording_gates(tmp_path)
+    assert gates.turned_on("PixArtTransformer2DModel", {"_repeated_blocks"}) == []
+    assert "tests/models/transformers/test_models_transformer_pixart.py" not in read
