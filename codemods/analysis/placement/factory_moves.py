@@ -64,9 +64,12 @@ def host_built_move(move: ast.Call, places: FunctionPlaces) -> ast.Call | None:
     receiver = move.func.value  # type: ignore[attr-defined]
     if factory_name(receiver) is not None:
         return None
-    if places.place(move) is not Place.DEVICE or places.place(receiver) is not Place.HOST:
+    # The factory first: a walk of the receiver's syntax and bindings, where placing the move and its receiver
+    # places every value they come from (and most `.to()` receivers come from no factory).
+    factory = host_factory(receiver, places, 0)
+    if factory is None or places.place(move) is not Place.DEVICE or places.place(receiver) is not Place.HOST:
         return None
-    return host_factory(receiver, places, 0)
+    return factory
 
 
 def device_values(call: ast.Call, places: FunctionPlaces) -> ast.expr | None:

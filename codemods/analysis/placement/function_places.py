@@ -18,6 +18,7 @@ places are those of a CUDA run.
 from __future__ import annotations
 
 import ast
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from codemods.analysis.models.cold_branches import is_other_backend_test
@@ -28,6 +29,7 @@ from codemods.analysis.schedules.schedule_calls import is_scheduler_timesteps, n
 from codemods.analysis.schedules.schedule_slices import sliced_argument, timesteps_slice_receiver
 from codemods.analysis.values.binding_sites import Binding
 from codemods.analysis.values.bindings import FunctionBindings
+from codemods.node_index import nodes_within
 from codemods.source import dotted_name, self_attribute
 
 if TYPE_CHECKING:
@@ -108,7 +110,18 @@ class FunctionPlaces:
         return Place.UNKNOWN if found is None else found
 
     def assigns(self, name: str) -> bool:
+        if name.startswith("self.") and name[5:] not in self._stored_self_attributes:
+            return False  # asked of every method of a class: no binding analysis where no `self.<name> =` is
         return bool(self.bindings.of(name))
+
+    @cached_property
+    def _stored_self_attributes(self) -> frozenset[str]:
+        """The `<name>`s of the `self.<name>` this function (or a scope inside it) stores to: every binding of one is a store."""
+        return frozenset(
+            node.attr
+            for node in nodes_within(self.function, ast.Attribute)
+            if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id == "self"
+        )
 
     def is_device(self, node: ast.expr) -> bool:
         return self.place(node) is Place.DEVICE

@@ -12,12 +12,11 @@ that one in branches (which may or may not run), and assignments later in an enc
 from __future__ import annotations
 
 import ast
-import bisect
 from collections.abc import Callable
 from functools import cached_property
 
 from codemods.analysis.values.binding_sites import Binding, Function, bindings_by_name, comprehension_bindings
-from codemods.source import child_nodes
+from codemods.node_index import indexed
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -33,7 +32,9 @@ class FunctionBindings:
         self.skip_branch = skip_branch
         self._reaching: dict[tuple[str, int], list[Binding]] = {}
         self._blocks: dict[int, dict[int, str]] = {}
-        self._expressions: dict[int, dict[int, ast.AST]] = {}
+        # Parents of expressions come from the file's node index; held so that a tree parsed on its own (no
+        # `SourceFile` keeping its index alive) is indexed once, not once per question.
+        self._index = indexed(function)
 
     def of(self, name: str) -> list[Binding]:
         return self._all.get(name, [])
@@ -85,9 +86,8 @@ class FunctionBindings:
     def _statements(self) -> tuple[list[ast.AST], dict[int, ast.AST]]:
         """The function's own statements (and `except` handlers), and each one's parent.
 
-        Only statements: nine nodes in ten are expressions, and parents for those are worked out
-        only inside a statement a use is asked about (`_expression_parents`). Nested scopes and
-        skipped branches get a parent but are not entered.
+        Only statements: nine nodes in ten are expressions, whose parents the file's node index
+        gives (`_chain`). Nested scopes and skipped branches get a parent but are not entered.
         """
         body = [self.function.body] if isinstance(self.function, ast.Lambda) else self.function.body
         parents: dict[int, ast.AST] = {}
@@ -110,44 +110,30 @@ class FunctionBindings:
                         stack.append((child, node))
         return nodes, parents
 
-    def _expression_parents(self, statement: ast.AST) -> dict[int, ast.AST]:
-        """Parents of the expressions that belong to `statement` itself (not to the statements it holds)."""
-        if id(statement) not in self._expressions:
-            parents: dict[int, ast.AST] = {}
-            stack = [c for c in child_nodes(statement) if not isinstance(c, _BLOCK_ITEMS)]
-            for child in stack:
-                parents[id(child)] = statement
-            while stack:
-                node = stack.pop()
-                if isinstance(node, _SCOPES):
-                    continue
-                for child in child_nodes(node):
-                    parents[id(child)] = node
-                    stack.append(child)
-            self._expressions[id(statement)] = parents
-        return self._expressions[id(statement)]
-
     def _chain(self, node: ast.AST) -> list[ast.AST] | None:
         """`node`'s ancestors, innermost first, up to the function; None if `node` is not the function's own."""
         _, parents = self._statements
         if id(node) in parents:
             current = parents[id(node)]
-        else:
-            owner = self._statement_holding(node)
-            if owner is None:
+            return [node, *self._statement_chain(current)] if current is not self.function else [node, self.function]
+        # An expression: up through the file's node index to the statement that holds it, which must be one
+        # of the function's own (not in a nested scope, nor in a branch that is skipped).
+        chain: list[ast.AST] = []
+        current = self._parent_in_tree(node)
+        while current is not None and not isinstance(current, _BLOCK_ITEMS):
+            if isinstance(current, _SCOPES):
                 return None
-            expressions = self._expression_parents(owner)
-            if id(node) not in expressions:
-                return None  # inside a nested scope of that statement
-            current = expressions[id(node)]
-            chain = []
-            while current is not owner:
-                if isinstance(current, _SCOPES):
-                    return None
-                chain.append(current)
-                current = expressions[id(current)]
-            return [node, *chain, *self._statement_chain(owner)]
-        return [node, *self._statement_chain(current)] if current is not self.function else [node, self.function]
+            chain.append(current)
+            current = self._parent_in_tree(current)
+        if current is None or id(current) not in self._holders:
+            return None
+        return [node, *chain, *self._statement_chain(current)]
+
+    def _parent_in_tree(self, node: ast.AST) -> ast.AST | None:
+        try:
+            return self._index.parent(node)
+        except ValueError:  # a node of another tree
+            return None
 
     def _statement_chain(self, statement: ast.AST) -> list[ast.AST]:
         _, parents = self._statements
@@ -159,28 +145,10 @@ class FunctionBindings:
         chain.append(self.function)
         return chain
 
-    def _statement_holding(self, node: ast.AST) -> ast.AST | None:
-        """The innermost own statement whose extent holds `node`.
-
-        Going back from the last statement that starts before `node`, the first one that also
-        ends after it is the innermost: anything between is a sibling or a child that ended before.
-        """
-        start = _position(node)
-        end = (getattr(node, "end_lineno", -1), getattr(node, "end_col_offset", -1))
-        candidates, starts = self._located
-        for position in range(bisect.bisect_right(starts, start) - 1, -1, -1):
-            statement = candidates[position]
-            if end <= (statement.end_lineno, statement.end_col_offset):
-                return statement
-        return None
-
     @cached_property
-    def _located(self) -> tuple[list[ast.stmt], list[tuple[int, int]]]:
-        """The own statements a use can be in (nested scopes are not entered), sorted by where they start."""
-        located = sorted(
-            (s for s in self._statements[0] if not isinstance(s, (ast.match_case, *_SCOPES))), key=_position
-        )
-        return located, [_position(s) for s in located]
+    def _holders(self) -> frozenset[int]:
+        """The own statements an expression can be in: not a nested scope, whose expressions are its own."""
+        return frozenset(id(s) for s in self._statements[0] if not isinstance(s, (ast.match_case, *_SCOPES)))
 
     def _parent(self, node: ast.AST) -> ast.AST | None:
         return self._statements[1].get(id(node))
