@@ -20,9 +20,16 @@ from functools import cached_property
 from codemods.analysis.models.attributes import class_attributes
 from codemods.analysis.models.hot_paths import is_module_class, is_scheduler
 from codemods.analysis.placement.function_places import FunctionPlaces
-from codemods.analysis.placement.method_calls import attribute_assignments, built_class, callers, passed_argument
+from codemods.analysis.placement.method_calls import (
+    attribute_assignments,
+    built_class,
+    callers,
+    is_own_statement,
+    passed_argument,
+)
 from codemods.analysis.placement.module_calls import ModuleCalls, module_calls
 from codemods.analysis.placement.place import Place, join
+from codemods.node_index import method_calls_within, parent_of
 from codemods.source import Ancestors, SourceFile, dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -59,13 +66,9 @@ class ClassPlaces:
         """Names registered with `self.register_modules(name=...)` (a pipeline's models and scheduler)."""
         found = set()
         for method in self.methods.values():
-            for node in statements(method.body):  # the call is a statement of its own
-                call = node.value if isinstance(node, ast.Expr) else None
-                if (
-                    isinstance(call, ast.Call)
-                    and isinstance(call.func, ast.Attribute)
-                    and call.func.attr == "register_modules"
-                ):
+            # From the index of method calls, not a walk of every statement of every method.
+            for call in method_calls_within(method, "register_modules"):
+                if is_own_statement(method, parent_of(call)):  # the call is a statement of its own
                     found.update(k.arg for k in call.keywords if k.arg)
         return frozenset(found)
 
@@ -218,9 +221,7 @@ class ClassPlaces:
         if annotations:
             return self.function(method)
         if id(method) not in self._traced:
-            self._traced[id(method)] = FunctionPlaces(
-                method, weakref.proxy(self), annotations=False, module=self._module
-            )
+            self._traced[id(method)] = self.function(method).without_annotations()
         return self._traced[id(method)]
 
     def may_exit_on_device(self, method: Function, name: str) -> bool:
@@ -264,7 +265,8 @@ def places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces | None
                 cache[id(parent)] = ClassPlaces(parent, source)
             cache[id(function)] = cache[id(parent)].function(function)  # type: ignore[union-attr]
         else:
-            cache[id(function)] = FunctionPlaces(function, module=module_calls(source))
+            module = module_calls(source)
+            cache[id(function)] = FunctionPlaces(function, module=module, bindings=module.bindings(function))
     return cache[id(function)]  # type: ignore[return-value]
 
 
@@ -283,7 +285,7 @@ def traced_places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces
         return None
     cache: dict[int, FunctionPlaces] = source.memo("traced_function_places", dict)
     if id(found.function) not in cache:
-        cache[id(found.function)] = FunctionPlaces(found.function, found.cls, annotations=False, module=found.module)
+        cache[id(found.function)] = found.without_annotations()
     return cache[id(found.function)]
 
 

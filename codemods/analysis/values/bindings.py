@@ -16,7 +16,7 @@ from collections.abc import Callable
 from functools import cached_property
 
 from codemods.analysis.values.binding_sites import Binding, Function, bindings_by_name, comprehension_bindings
-from codemods.node_index import indexed
+from codemods.node_index import indexed, nodes_within
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -38,6 +38,20 @@ class FunctionBindings:
 
     def of(self, name: str) -> list[Binding]:
         return self._all.get(name, [])
+
+    def binds(self, name: str) -> bool:
+        if name.startswith("self.") and name[5:] not in self._stored_self_attributes:
+            return False  # asked of every method of a class: no binding analysis where no `self.<name> =` is
+        return bool(self.of(name))
+
+    @cached_property
+    def _stored_self_attributes(self) -> frozenset[str]:
+        """The `<name>`s of the `self.<name>` the function (or a scope inside it) stores to: a binding of one is a store."""
+        return frozenset(
+            node.attr
+            for node in nodes_within(self.function, ast.Attribute)
+            if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id == "self"
+        )
 
     def reaching(self, name: str, use: ast.AST | None) -> list[Binding]:
         """The bindings of `name` that may hold when `use` runs (all of them if `use` is not in the function)."""
