@@ -45,6 +45,7 @@ class ClassPlaces:
         self._in_progress: set[str] = set()
         self._functions: dict[int, FunctionPlaces] = {}
         self._returning: set[tuple[str, int]] = set()  # returned items being worked out (a recursion guard)
+        self._returns: dict[str, list[ast.expr | None]] = {}  # the values of each method's `return`s
         self._traced: dict[int, FunctionPlaces] = {}  # `annotations=False` places of the callers of a helper
         self._passing: set[tuple[int, str, bool]] = set()  # parameters being placed from their callers (a guard)
         self._callers: dict[int, list[tuple[Function, ast.Call]] | None] = {}  # per helper: a walk of every method
@@ -158,7 +159,9 @@ class ClassPlaces:
         key = (method_name, -1 if position is None else position)
         if method is None or key in self._returning:
             return Place.UNKNOWN
-        returns = [s.value for s in statements(method.body) if isinstance(s, ast.Return)]
+        if method_name not in self._returns:  # asked again for each call of the method placed
+            self._returns[method_name] = [s.value for s in statements(method.body) if isinstance(s, ast.Return)]
+        returns = self._returns[method_name]
         if position is None:
             values = [value for value in returns if value is not None]
         elif all(

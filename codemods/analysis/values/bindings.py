@@ -23,6 +23,7 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _BINDS_BODY = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.comprehension)
 # The fields of a compound statement that hold statements (its own expressions are the others).
 _BLOCK_ITEMS = (ast.stmt, ast.excepthandler, ast.match_case)
+_FIELDS_BY_KIND: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
 class FunctionBindings:
@@ -116,7 +117,7 @@ class FunctionBindings:
             if isinstance(node, _SCOPES):
                 continue
             skipped = isinstance(node, ast.If) and self.skip_branch(node)
-            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for field in _block_fields(node):
                 for child in reversed(getattr(node, field, None) or ()):
                     if skipped and field == "body":
                         parents[id(child)] = node
@@ -213,6 +214,16 @@ class FunctionBindings:
         for bindings in found.values():
             bindings.sort(key=self._where)
         return found
+
+
+def _block_fields(node: ast.AST) -> tuple[str, ...]:
+    """Which of the fields that hold statements `node`'s kind has (none, for nine statements in ten)."""
+    kind = node.__class__
+    if kind not in _FIELDS_BY_KIND:
+        _FIELDS_BY_KIND[kind] = tuple(
+            f for f in ("body", "orelse", "finalbody", "handlers", "cases") if f in kind._fields
+        )
+    return _FIELDS_BY_KIND[kind]
 
 
 def _position(node: ast.AST) -> tuple[int, int]:
