@@ -72,9 +72,12 @@ class FunctionBindings:
 
     def _reaching_at(self, use: ast.AST, chain: list[ast.AST], bindings: list[Binding]) -> list[Binding]:
         at = _position(use)
+        blocks = {self._block(member) for member in chain}  # the blocks around the use, for every binding asked
         latest: Binding | None = None
         for binding in bindings:
-            if self._dominates(binding, chain, at) and (latest is None or self._where(binding) >= self._where(latest)):
+            if self._dominates(binding, chain, at, blocks) and (
+                latest is None or self._where(binding) >= self._where(latest)
+            ):
                 latest = binding
         start = self._where(latest) if latest is not None else (-1, -1)
         loops = [node for node in chain if isinstance(node, _LOOPS) and self._in_body(node, chain)]
@@ -168,8 +171,11 @@ class FunctionBindings:
     def _parent(self, node: ast.AST) -> ast.AST | None:
         return self._statements[1].get(id(node))
 
-    def _dominates(self, binding: Binding, chain: list[ast.AST], at: tuple[int, int]) -> bool:
-        """Whether `binding` runs on every path to the use (before it, in a block that encloses it)."""
+    def _dominates(
+        self, binding: Binding, chain: list[ast.AST], at: tuple[int, int], blocks: set[tuple[int, str] | None]
+    ) -> bool:
+        """Whether `binding` runs on every path to the use (before it, in a block that encloses it: one of `blocks`,
+        those of the members of `chain`)."""
         owner = binding.owner
         if owner is self.function:
             return True
@@ -180,7 +186,7 @@ class FunctionBindings:
         if _position(owner) >= at or owner in chain:
             return False
         block = self._block(owner)
-        return block is not None and any(self._block(member) == block for member in chain if member is not owner)
+        return block is not None and block in blocks  # `owner` is not in `chain`: its own block is not counted
 
     def _block(self, statement: ast.AST) -> tuple[int, str] | None:
         parent = self._parent(statement)
