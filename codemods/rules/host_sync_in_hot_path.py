@@ -128,10 +128,10 @@ class HostSyncInHotPath(Rule):
             if places is None:
                 continue
             for read in reads:
-                if not places.is_device(read.operand):
-                    continue
                 if read.kind == "tensor":
                     continue  # DIF006 reports values rebuilt with `torch.tensor`
+                if not places.is_device(read.operand):
+                    continue
                 if read.kind == "mask" and not places.is_device(node.value):  # type: ignore[attr-defined]
                     continue
                 key = (read.node.lineno, read.node.col_offset)  # type: ignore[attr-defined]

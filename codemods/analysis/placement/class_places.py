@@ -20,9 +20,16 @@ from functools import cached_property
 from codemods.analysis.models.attributes import class_attributes
 from codemods.analysis.models.hot_paths import is_module_class, is_scheduler
 from codemods.analysis.placement.function_places import FunctionPlaces
-from codemods.analysis.placement.method_calls import attribute_assignments, built_class, callers, passed_argument
+from codemods.analysis.placement.method_calls import (
+    attribute_assignments,
+    built_class,
+    callers,
+    is_own_statement,
+    passed_argument,
+)
 from codemods.analysis.placement.module_calls import ModuleCalls, module_calls
 from codemods.analysis.placement.place import Place, join
+from codemods.node_index import method_calls_within, parent_of
 from codemods.source import Ancestors, SourceFile, dotted_name, statements
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -38,6 +45,7 @@ class ClassPlaces:
         self._in_progress: set[str] = set()
         self._functions: dict[int, FunctionPlaces] = {}
         self._returning: set[tuple[str, int]] = set()  # returned items being worked out (a recursion guard)
+        self._returns: dict[str, list[ast.expr | None]] = {}  # the values of each method's `return`s
         self._traced: dict[int, FunctionPlaces] = {}  # `annotations=False` places of the callers of a helper
         self._passing: set[tuple[int, str, bool]] = set()  # parameters being placed from their callers (a guard)
         self._callers: dict[int, list[tuple[Function, ast.Call]] | None] = {}  # per helper: a walk of every method
@@ -59,13 +67,9 @@ class ClassPlaces:
         """Names registered with `self.register_modules(name=...)` (a pipeline's models and scheduler)."""
         found = set()
         for method in self.methods.values():
-            for node in statements(method.body):  # the call is a statement of its own
-                call = node.value if isinstance(node, ast.Expr) else None
-                if (
-                    isinstance(call, ast.Call)
-                    and isinstance(call.func, ast.Attribute)
-                    and call.func.attr == "register_modules"
-                ):
+            # From the index of method calls, not a walk of every statement of every method.
+            for call in method_calls_within(method, "register_modules"):
+                if is_own_statement(method, parent_of(call)):  # the call is a statement of its own
                     found.update(k.arg for k in call.keywords if k.arg)
         return frozenset(found)
 
@@ -155,7 +159,9 @@ class ClassPlaces:
         key = (method_name, -1 if position is None else position)
         if method is None or key in self._returning:
             return Place.UNKNOWN
-        returns = [s.value for s in statements(method.body) if isinstance(s, ast.Return)]
+        if method_name not in self._returns:  # asked again for each call of the method placed
+            self._returns[method_name] = [s.value for s in statements(method.body) if isinstance(s, ast.Return)]
+        returns = self._returns[method_name]
         if position is None:
             values = [value for value in returns if value is not None]
         elif all(
@@ -218,9 +224,7 @@ class ClassPlaces:
         if annotations:
             return self.function(method)
         if id(method) not in self._traced:
-            self._traced[id(method)] = FunctionPlaces(
-                method, weakref.proxy(self), annotations=False, module=self._module
-            )
+            self._traced[id(method)] = self.function(method).without_annotations()
         return self._traced[id(method)]
 
     def may_exit_on_device(self, method: Function, name: str) -> bool:
@@ -264,7 +268,8 @@ def places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces | None
                 cache[id(parent)] = ClassPlaces(parent, source)
             cache[id(function)] = cache[id(parent)].function(function)  # type: ignore[union-attr]
         else:
-            cache[id(function)] = FunctionPlaces(function, module=module_calls(source))
+            module = module_calls(source)
+            cache[id(function)] = FunctionPlaces(function, module=module, bindings=module.bindings(function))
     return cache[id(function)]  # type: ignore[return-value]
 
 
@@ -283,7 +288,7 @@ def traced_places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces
         return None
     cache: dict[int, FunctionPlaces] = source.memo("traced_function_places", dict)
     if id(found.function) not in cache:
-        cache[id(found.function)] = FunctionPlaces(found.function, found.cls, annotations=False, module=found.module)
+        cache[id(found.function)] = found.without_annotations()
     return cache[id(found.function)]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 from codemods.analysis.placement.function_places import FunctionPlaces
-from codemods.analysis.placement.host_factories import factory_name, host_factory, keyword
+from codemods.analysis.placement.host_factories import calls_a_factory, factory_name, host_factory, keyword
 from codemods.analysis.placement.host_reads import host_reads
 from codemods.analysis.placement.place import Place
 from codemods.source import Ancestors
@@ -64,9 +64,12 @@ def host_built_move(move: ast.Call, places: FunctionPlaces) -> ast.Call | None:
     receiver = move.func.value  # type: ignore[attr-defined]
     if factory_name(receiver) is not None:
         return None
-    if places.place(move) is not Place.DEVICE or places.place(receiver) is not Place.HOST:
+    # The factory first: a walk of the receiver's syntax and bindings, where placing the move and its receiver
+    # places every value they come from (and most `.to()` receivers come from no factory).
+    factory = host_factory(receiver, places, 0) if calls_a_factory(places.function) else None
+    if factory is None or places.place(move) is not Place.DEVICE or places.place(receiver) is not Place.HOST:
         return None
-    return host_factory(receiver, places, 0)
+    return factory
 
 
 def device_values(call: ast.Call, places: FunctionPlaces) -> ast.expr | None:

@@ -6,8 +6,7 @@ CPU tensor (`timesteps_cpu`, a scheduler's CPU sigmas) and both from Python numb
 same expressions handle all over diffusers. The answer is deliberately one-sided: `DEVICE` only
 where the code shows it (a torch op on a device tensor, a parameter annotated as a tensor, a
 model's output, a registered buffer, `.to(device)`, `device=x.device` with `x` an input of a model's
-method); anything else is `UNKNOWN` and reported by
-nobody.
+method); anything else is `UNKNOWN` and reported by nobody.
 
 Names are flow-insensitive: a local's place is the join of everything assigned to it in the
 function, so a name that is sometimes a tensor and sometimes a number is `UNKNOWN`. Bindings
@@ -56,26 +55,28 @@ class FunctionPlaces:
         annotations: bool = True,
         given: Mapping[str, Place] | None = None,
         module: ModuleScope | None = None,
+        bindings: FunctionBindings | None = None,
     ):
         """`annotations=False`: a parameter annotated as a tensor is `UNKNOWN`, not `DEVICE`, so that `DEVICE`
         means the function shows where the value was made or moved (what a finding's placement must rest on).
-        `given`: where one call's arguments put the parameters; `module`: the file's functions, to place calls of them."""
+        `given`: where one call's arguments put the parameters; `module`: the file's functions, to place calls of them;
+        `bindings`: the function's `function_bindings`, shared by all its places (they depend on it alone)."""
         self.function = function
         self.cls = cls
         self.annotations = annotations
         self.given = given
         self.module = module
-        self.bindings = FunctionBindings(function, skip_branch=lambda branch: is_other_backend_test(branch.test))
+        self.bindings = bindings if bindings is not None else function_bindings(function)
         self._memo: dict[int, Place] = {}
         self._binding_memo: dict[int, Place] = {}
-        # Bindings being worked out, innermost last; `_lowest` is the lowest position in this stack
-        # that the current computation ran into (a cycle): results that depend on a binding still in
-        # progress further out are not memoized for good, those whose cycles closed inside them are.
+        # Bindings being worked out, innermost last; `_lowest` is the lowest position in this stack that the current
+        # computation ran into (a cycle): results that depend on a binding still in progress further out are not
+        # memoized for good, those whose cycles closed inside them are.
         self._stack: list[int] = []
         self._lowest = _NO_CYCLE
-        # Results that depended on a binding in progress, keyed by the stack they were worked out
-        # under (with the `_lowest` they reached): the same node under the same bindings in progress
-        # gives the same answer, and without this a cycle recomputes it once per path into it.
+        # Results that depended on a binding in progress, keyed by the stack they were worked out under (with the
+        # `_lowest` they reached): the same node under the same bindings in progress gives the same answer, and
+        # without this a cycle recomputes it once per path into it.
         self._pending_memo: dict[tuple[int, tuple[int, ...]], tuple[Place, int]] = {}
         self._timesteps_places: dict[str, Place] = {}
 
@@ -108,7 +109,11 @@ class FunctionPlaces:
         return Place.UNKNOWN if found is None else found
 
     def assigns(self, name: str) -> bool:
-        return bool(self.bindings.of(name))
+        return self.bindings.binds(name)
+
+    def without_annotations(self) -> FunctionPlaces:
+        """These places where a tensor annotation alone places nothing on the device (the same bindings)."""
+        return FunctionPlaces(self.function, self.cls, False, self.given, self.module, self.bindings)
 
     def is_device(self, node: ast.expr) -> bool:
         return self.place(node) is Place.DEVICE
@@ -116,8 +121,6 @@ class FunctionPlaces:
     def may_be_on_device(self, node: ast.expr) -> bool:
         """Whether some path puts `node`'s value on the device (codemods.analysis.placement.device_places)."""
         return may_be_on_device(self, node)
-
-    # -- bindings -------------------------------------------------------------------------------
 
     def _binding_place(self, binding: Binding) -> Place:
         key = id(binding)
@@ -262,8 +265,8 @@ class FunctionPlaces:
             if self.assigns(f"self.{node.attr}"):
                 return self.name_place(f"self.{node.attr}", node)
             return self.cls.attribute_place(node.attr) if self.cls is not None else Place.UNKNOWN
-        if is_scheduler_timesteps(node):
-            return self._scheduler_timesteps_attribute_place(node)
+        if is_scheduler_timesteps(node):  # on the device where this function set them with a device
+            return self._scheduler_timesteps_place(ast.unparse(node.value))  # not ast.dump: a cycle per call
         if node.attr == "sigmas" and names_scheduler(node.value):
             # A tensor wherever `set_timesteps` left it: `.to(device=...)` of it lands on that device (LTX's
             # long multi-prompt loop reads `sigmas_current[i]` from such a copy).
@@ -281,10 +284,6 @@ class FunctionPlaces:
             return Place.DEVICE
         return Place.UNKNOWN
 
-    def _scheduler_timesteps_attribute_place(self, node: ast.Attribute) -> Place:
-        """`self.scheduler.timesteps`: on the device where this function set them with a device."""
-        return self._scheduler_timesteps_place(ast.unparse(node.value))  # not ast.dump: a cycle per call
-
     def _scheduler_timesteps_place(self, receiver: str) -> Place:
         if receiver not in self._timesteps_places:
             self._timesteps_places[receiver] = set_timesteps_place(self, receiver)
@@ -293,3 +292,8 @@ class FunctionPlaces:
     def device_place(self, device: ast.expr) -> Place:
         """Where a tensor created or moved with `device=<device>` lives (codemods.analysis.placement.device_places)."""
         return device_place(self, device)
+
+
+def function_bindings(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> FunctionBindings:
+    """The bindings `FunctionPlaces` follows in `function`: those of a CUDA run (no other backend's branch)."""
+    return FunctionBindings(function, skip_branch=lambda branch: is_other_backend_test(branch.test))

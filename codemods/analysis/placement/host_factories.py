@@ -15,7 +15,7 @@ import ast
 from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.place import Place
 from codemods.analysis.schedules.sigma_taint import SigmaTaint
-from codemods.node_index import nodes_within
+from codemods.node_index import method_calls_within, nodes_within
 from codemods.source import dotted_name
 
 FROM_DATA = {"tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor", "IntTensor", "BoolTensor"}
@@ -27,13 +27,21 @@ RANGE_FACTORIES = {"arange"}
 ROUNDING_FACTORIES = {"linspace", "logspace"}
 
 
+_HOST_DATA = FROM_DATA | EXACT_FACTORIES | RANGE_FACTORIES | ROUNDING_FACTORIES | {"from_numpy"}
+
+
 def factory_name(node: ast.expr) -> str | None:
     """`arange` for `torch.arange(...)` (a factory that builds host data when given no device)."""
     if isinstance(node, ast.Call) and (dotted_name(node.func) or "").startswith("torch."):
         name = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
-        if name in FROM_DATA | EXACT_FACTORIES | RANGE_FACTORIES | ROUNDING_FACTORIES | {"from_numpy"}:
+        if name in _HOST_DATA:
             return name
     return None
+
+
+def calls_a_factory(node: ast.AST) -> bool:
+    """Whether `node`'s subtree may call a factory `factory_name` knows (a look in the index of method calls)."""
+    return any(method_calls_within(node, name) for name in _HOST_DATA)
 
 
 def host_factory(node: ast.expr, places: FunctionPlaces, depth: int) -> ast.Call | None:

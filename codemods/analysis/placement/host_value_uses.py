@@ -13,6 +13,7 @@ import ast
 
 from codemods.analysis.models.hot_paths import STEP_LOOPS
 from codemods.analysis.placement.host_reads import HostRead
+from codemods.node_index import nodes_within
 from codemods.source import SourceFile, dotted_name, shortened, walk
 
 _REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "norm", "any", "all", "prod", "std", "var", "count_nonzero"}
@@ -153,20 +154,33 @@ def used_as_size(function: ast.AST, chain: list[ast.AST]) -> str | None:
     if statement is None or not any(n is read for n in walk(statement.value)):
         return None
     derived = {name for t in statement.targets for name in _bound_names(t)}
-    assignments = [n for n in walk(function) if isinstance(n, ast.Assign) and n is not statement]
+    assignments = [
+        (_names_in(n.value), {name for t in n.targets for name in _bound_names(t)})
+        for n in nodes_within(function, ast.Assign)
+        if n is not statement
+    ]
     grew = True
     while grew:  # names computed from the read values (`hw = height * width`) are sizes too
         grew = False
-        for assignment in assignments:
-            if any(isinstance(n, ast.Name) and n.id in derived for n in walk(assignment.value)):
-                targets = {name for t in assignment.targets for name in _bound_names(t)}
+        for read_names, targets in assignments:
+            if not read_names.isdisjoint(derived):
                 grew |= not targets <= derived
                 derived |= targets
-    for node in walk(function):
-        for child in ast.iter_child_nodes(node):
-            if _size_position(node, child) and any(isinstance(n, ast.Name) and n.id in derived for n in walk(child)):
-                return ast.unparse(node)[:60]
-    return None
+    # The sizes that take a derived name, from the index; the walk (whose order says which one is named) only
+    # where there are several.
+    sizes = [
+        node
+        for node in nodes_within(function, ast.Call | ast.Slice)
+        if any(_size_position(node, c) and not _names_in(c).isdisjoint(derived) for c in ast.iter_child_nodes(node))
+    ]
+    if len(sizes) > 1:
+        ids = {id(node) for node in sizes}
+        sizes = [next(node for node in walk(function) if id(node) in ids)]
+    return ast.unparse(sizes[0])[:60] if sizes else None
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {name.id for name in nodes_within(node, ast.Name)}
 
 
 def _bound_names(target: ast.expr) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from codemods.node_index import nodes_within
+from codemods.node_index import in_walk_order, method_calls_within, nodes_within, parent_of
 from codemods.source import self_attribute
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -33,7 +33,8 @@ def callers(methods: Iterable[Function], method: Function) -> list[tuple[Functio
     found: list[tuple[Function, ast.Call]] = []
     for caller in methods:
         called = set()
-        for node in nodes_within(caller, ast.Call, breadth_first=True):
+        # The calls of a method of this name (from the index, not a walk of every call), in `ast.walk`'s order.
+        for node in in_walk_order(method_calls_within(caller, method.name)):
             if self_attribute(node.func) == method.name:
                 if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
                     return None
@@ -84,3 +85,15 @@ def attribute_assignments(method: Function, name: str) -> list[tuple[ast.stmt, a
             if any(self_attribute(t) == name for t in targets):
                 found.append((node, node.value))
     return sorted(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+
+
+def is_own_statement(method: Function, node: ast.AST | None) -> bool:
+    """Whether `node` is an expression statement of `method`'s own (not of a function or class inside it)."""
+    if not isinstance(node, ast.Expr):
+        return False
+    current = parent_of(node)
+    while current is not None and current is not method:
+        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return False
+        current = parent_of(current)
+    return current is method

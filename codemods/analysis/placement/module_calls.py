@@ -12,13 +12,14 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from codemods.analysis.placement.function_places import FunctionPlaces
+from codemods.analysis.placement.function_places import FunctionPlaces, function_bindings
 from codemods.analysis.placement.place import Place
 from codemods.analysis.values.enclosing import module_functions
 from codemods.source import SourceFile, dotted_name, statements
 
 if TYPE_CHECKING:
     from codemods.analysis.placement.placer import Placer
+    from codemods.analysis.values.bindings import FunctionBindings
 
 # Decorators that hand the call's arguments to the function and its result back unchanged.
 _TRANSPARENT_DECORATORS = ("cache", "no_grad", "inference_mode")
@@ -30,6 +31,13 @@ class ModuleCalls:
     def __init__(self, tree: ast.Module) -> None:
         self.functions = module_functions(tree)
         self._results: dict[tuple, Place] = {}
+        self._bindings: dict[int, FunctionBindings] = {}
+
+    def bindings(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> FunctionBindings:
+        """One `function_bindings` per function of the file, for every call of it placed (and its own places)."""
+        if id(function) not in self._bindings:
+            self._bindings[id(function)] = function_bindings(function)
+        return self._bindings[id(function)]
 
     def call_place(self, caller: Placer, call: ast.Call, path: tuple[int, ...] = ()) -> Place | None:
         """Where `call`'s result lives (with `path`, the item at those positions of the tuples it returns: `(_, seqlens_k),
@@ -44,7 +52,9 @@ class ModuleCalls:
         key = (id(function), tuple(sorted(given.items())), caller.annotations, path)
         if key not in self._results:
             self._results[key] = Place.UNKNOWN  # a recursion guard: a call under way places nothing
-            places = FunctionPlaces(function, annotations=caller.annotations, given=given, module=self)
+            places = FunctionPlaces(
+                function, annotations=caller.annotations, given=given, module=self, bindings=self.bindings(function)
+            )
             returns = [s.value for s in statements(function.body) if isinstance(s, ast.Return)]
             found = {self._item_place(places, value, path) if value is not None else Place.PYTHON for value in returns}
             self._results[key] = next(iter(found)) if found in ({Place.DEVICE}, {Place.HOST}) else Place.UNKNOWN

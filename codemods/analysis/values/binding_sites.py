@@ -50,8 +50,9 @@ def bindings_by_name(function: Function, statements: list[ast.AST]) -> dict[str,
     for argument in (arguments.vararg, arguments.kwarg):
         if argument is not None:
             add(Binding(argument.arg, function, "python"))
+    walruses = bool(nodes_within(function, ast.NamedExpr))  # rare: one look instead of one per `if` and `while`
     for node in statements:
-        if isinstance(node, ast.If | ast.While):
+        if walruses and isinstance(node, ast.If | ast.While):
             # The one place diffusers binds with `:=` (statements are walked, not expressions).
             for walrus in nodes_within(node.test, ast.NamedExpr):
                 _bind(walrus.target, node, "value", walrus.value, add)

@@ -12,18 +12,18 @@ that one in branches (which may or may not run), and assignments later in an enc
 from __future__ import annotations
 
 import ast
-import bisect
 from collections.abc import Callable
 from functools import cached_property
 
 from codemods.analysis.values.binding_sites import Binding, Function, bindings_by_name, comprehension_bindings
-from codemods.source import child_nodes
+from codemods.node_index import indexed, nodes_within
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _BINDS_BODY = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.comprehension)
 # The fields of a compound statement that hold statements (its own expressions are the others).
 _BLOCK_ITEMS = (ast.stmt, ast.excepthandler, ast.match_case)
+_FIELDS_BY_KIND: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
 class FunctionBindings:
@@ -33,10 +33,26 @@ class FunctionBindings:
         self.skip_branch = skip_branch
         self._reaching: dict[tuple[str, int], list[Binding]] = {}
         self._blocks: dict[int, dict[int, str]] = {}
-        self._expressions: dict[int, dict[int, ast.AST]] = {}
+        # Parents of expressions come from the file's node index; held so that a tree parsed on its own (no
+        # `SourceFile` keeping its index alive) is indexed once, not once per question.
+        self._index = indexed(function)
 
     def of(self, name: str) -> list[Binding]:
         return self._all.get(name, [])
+
+    def binds(self, name: str) -> bool:
+        if name.startswith("self.") and name[5:] not in self._stored_self_attributes:
+            return False  # asked of every method of a class: no binding analysis where no `self.<name> =` is
+        return bool(self.of(name))
+
+    @cached_property
+    def _stored_self_attributes(self) -> frozenset[str]:
+        """The `<name>`s of the `self.<name>` the function (or a scope inside it) stores to: a binding of one is a store."""
+        return frozenset(
+            node.attr
+            for node in nodes_within(self.function, ast.Attribute)
+            if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id == "self"
+        )
 
     def reaching(self, name: str, use: ast.AST | None) -> list[Binding]:
         """The bindings of `name` that may hold when `use` runs (all of them if `use` is not in the function)."""
@@ -56,9 +72,12 @@ class FunctionBindings:
 
     def _reaching_at(self, use: ast.AST, chain: list[ast.AST], bindings: list[Binding]) -> list[Binding]:
         at = _position(use)
+        blocks = {self._block(member) for member in chain}  # the blocks around the use, for every binding asked
         latest: Binding | None = None
         for binding in bindings:
-            if self._dominates(binding, chain, at) and (latest is None or self._where(binding) >= self._where(latest)):
+            if self._dominates(binding, chain, at, blocks) and (
+                latest is None or self._where(binding) >= self._where(latest)
+            ):
                 latest = binding
         start = self._where(latest) if latest is not None else (-1, -1)
         loops = [node for node in chain if isinstance(node, _LOOPS) and self._in_body(node, chain)]
@@ -85,9 +104,8 @@ class FunctionBindings:
     def _statements(self) -> tuple[list[ast.AST], dict[int, ast.AST]]:
         """The function's own statements (and `except` handlers), and each one's parent.
 
-        Only statements: nine nodes in ten are expressions, and parents for those are worked out
-        only inside a statement a use is asked about (`_expression_parents`). Nested scopes and
-        skipped branches get a parent but are not entered.
+        Only statements: nine nodes in ten are expressions, whose parents the file's node index
+        gives (`_chain`). Nested scopes and skipped branches get a parent but are not entered.
         """
         body = [self.function.body] if isinstance(self.function, ast.Lambda) else self.function.body
         parents: dict[int, ast.AST] = {}
@@ -102,7 +120,7 @@ class FunctionBindings:
             if isinstance(node, _SCOPES):
                 continue
             skipped = isinstance(node, ast.If) and self.skip_branch(node)
-            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for field in _block_fields(node):
                 for child in reversed(getattr(node, field, None) or ()):
                     if skipped and field == "body":
                         parents[id(child)] = node
@@ -110,44 +128,30 @@ class FunctionBindings:
                         stack.append((child, node))
         return nodes, parents
 
-    def _expression_parents(self, statement: ast.AST) -> dict[int, ast.AST]:
-        """Parents of the expressions that belong to `statement` itself (not to the statements it holds)."""
-        if id(statement) not in self._expressions:
-            parents: dict[int, ast.AST] = {}
-            stack = [c for c in child_nodes(statement) if not isinstance(c, _BLOCK_ITEMS)]
-            for child in stack:
-                parents[id(child)] = statement
-            while stack:
-                node = stack.pop()
-                if isinstance(node, _SCOPES):
-                    continue
-                for child in child_nodes(node):
-                    parents[id(child)] = node
-                    stack.append(child)
-            self._expressions[id(statement)] = parents
-        return self._expressions[id(statement)]
-
     def _chain(self, node: ast.AST) -> list[ast.AST] | None:
         """`node`'s ancestors, innermost first, up to the function; None if `node` is not the function's own."""
         _, parents = self._statements
         if id(node) in parents:
             current = parents[id(node)]
-        else:
-            owner = self._statement_holding(node)
-            if owner is None:
+            return [node, *self._statement_chain(current)] if current is not self.function else [node, self.function]
+        # An expression: up through the file's node index to the statement that holds it, which must be one
+        # of the function's own (not in a nested scope, nor in a branch that is skipped).
+        chain: list[ast.AST] = []
+        current = self._parent_in_tree(node)
+        while current is not None and not isinstance(current, _BLOCK_ITEMS):
+            if isinstance(current, _SCOPES):
                 return None
-            expressions = self._expression_parents(owner)
-            if id(node) not in expressions:
-                return None  # inside a nested scope of that statement
-            current = expressions[id(node)]
-            chain = []
-            while current is not owner:
-                if isinstance(current, _SCOPES):
-                    return None
-                chain.append(current)
-                current = expressions[id(current)]
-            return [node, *chain, *self._statement_chain(owner)]
-        return [node, *self._statement_chain(current)] if current is not self.function else [node, self.function]
+            chain.append(current)
+            current = self._parent_in_tree(current)
+        if current is None or id(current) not in self._holders:
+            return None
+        return [node, *chain, *self._statement_chain(current)]
+
+    def _parent_in_tree(self, node: ast.AST) -> ast.AST | None:
+        try:
+            return self._index.parent(node)
+        except ValueError:  # a node of another tree
+            return None
 
     def _statement_chain(self, statement: ast.AST) -> list[ast.AST]:
         _, parents = self._statements
@@ -159,34 +163,19 @@ class FunctionBindings:
         chain.append(self.function)
         return chain
 
-    def _statement_holding(self, node: ast.AST) -> ast.AST | None:
-        """The innermost own statement whose extent holds `node`.
-
-        Going back from the last statement that starts before `node`, the first one that also
-        ends after it is the innermost: anything between is a sibling or a child that ended before.
-        """
-        start = _position(node)
-        end = (getattr(node, "end_lineno", -1), getattr(node, "end_col_offset", -1))
-        candidates, starts = self._located
-        for position in range(bisect.bisect_right(starts, start) - 1, -1, -1):
-            statement = candidates[position]
-            if end <= (statement.end_lineno, statement.end_col_offset):
-                return statement
-        return None
-
     @cached_property
-    def _located(self) -> tuple[list[ast.stmt], list[tuple[int, int]]]:
-        """The own statements a use can be in (nested scopes are not entered), sorted by where they start."""
-        located = sorted(
-            (s for s in self._statements[0] if not isinstance(s, (ast.match_case, *_SCOPES))), key=_position
-        )
-        return located, [_position(s) for s in located]
+    def _holders(self) -> frozenset[int]:
+        """The own statements an expression can be in: not a nested scope, whose expressions are its own."""
+        return frozenset(id(s) for s in self._statements[0] if not isinstance(s, (ast.match_case, *_SCOPES)))
 
     def _parent(self, node: ast.AST) -> ast.AST | None:
         return self._statements[1].get(id(node))
 
-    def _dominates(self, binding: Binding, chain: list[ast.AST], at: tuple[int, int]) -> bool:
-        """Whether `binding` runs on every path to the use (before it, in a block that encloses it)."""
+    def _dominates(
+        self, binding: Binding, chain: list[ast.AST], at: tuple[int, int], blocks: set[tuple[int, str] | None]
+    ) -> bool:
+        """Whether `binding` runs on every path to the use (before it, in a block that encloses it: one of `blocks`,
+        those of the members of `chain`)."""
         owner = binding.owner
         if owner is self.function:
             return True
@@ -197,7 +186,7 @@ class FunctionBindings:
         if _position(owner) >= at or owner in chain:
             return False
         block = self._block(owner)
-        return block is not None and any(self._block(member) == block for member in chain if member is not owner)
+        return block is not None and block in blocks  # `owner` is not in `chain`: its own block is not counted
 
     def _block(self, statement: ast.AST) -> tuple[int, str] | None:
         parent = self._parent(statement)
@@ -231,6 +220,16 @@ class FunctionBindings:
         for bindings in found.values():
             bindings.sort(key=self._where)
         return found
+
+
+def _block_fields(node: ast.AST) -> tuple[str, ...]:
+    """Which of the fields that hold statements `node`'s kind has (none, for nine statements in ten)."""
+    kind = node.__class__
+    if kind not in _FIELDS_BY_KIND:
+        _FIELDS_BY_KIND[kind] = tuple(
+            f for f in ("body", "orelse", "finalbody", "handlers", "cases") if f in kind._fields
+        )
+    return _FIELDS_BY_KIND[kind]
 
 
 def _position(node: ast.AST) -> tuple[int, int]:
