@@ -39,8 +39,8 @@ _LEAF_FIELDS = frozenset({
 
 
 class _ChildFields(dict[type[ast.AST], tuple[str, ...]]):
-    """Each node class's fields that may hold child nodes, found on first use. Half of a tree's nodes (`Name`,
-    `Constant`) have none: a walk then neither reads their fields nor tests what they hold."""
+    """Each node class's fields that may hold child nodes, found on first use. Nearly half of a tree's nodes
+    (`Name`, `Constant`) have none: a walk then neither reads their fields nor tests what they hold."""
 
     def __missing__(self, cls: type[ast.AST]) -> tuple[str, ...]:
         fields = () if cls is ast.Constant else tuple(f for f in cls._fields if f not in _LEAF_FIELDS)
@@ -62,12 +62,13 @@ class _BlockFields(dict[type[ast.AST], tuple[str, ...]]):
 
 
 BLOCK_FIELDS = _BlockFields()
+
 _DEEPER = 10  # the recursion limit while numbering a tree deeper than it, as a multiple of the usual one
 _SERIALS = itertools.count()
 _NONE: tuple[list[int], list[ast.AST]] = ([], [])
 _LIVE: weakref.WeakValueDictionary[int, NodeIndex] = weakref.WeakValueDictionary()
-# The owners of parsed trees not indexed yet, oldest first, held weakly: about half the files parsed are never
-# asked about, and a third of a file's analysis went to indexing it.
+# The owners of parsed trees not indexed yet (oldest first), held weakly: about half the files parsed are never
+# asked about, and indexing a tree cost more than parsing it.
 _UNINDEXED: weakref.WeakValueDictionary[int, Indexed] = weakref.WeakValueDictionary()
 # Indexes built for a subtree no live index holds (a tree parsed from a string, another file's class): the
 # last few stay alive, so that repeated questions about the same subtree walk it once.
@@ -165,7 +166,7 @@ class NodeIndex:
         """`nodes` (all in this index) in the order `ast.walk` yields them: by depth, then in source order."""
         depths = self._depths()
         ordered = sorted((depths[position], position) for position in map(self._position, nodes))
-        return [self._nodes[position] for _, position in ordered]  # type: ignore[misc]
+        return [self._nodes[position] for _, position in ordered]  # type: ignore[misc] (the nodes given)
 
     def contains(self, outer: ast.AST, inner: ast.AST) -> bool:
         """Whether `inner` is `outer` or lies in its subtree."""
