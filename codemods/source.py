@@ -159,7 +159,10 @@ class SourceFile:
         while stack:
             node, ancestors = stack.pop()
             yield node, ancestors
-            children = [child for child in child_nodes(node) if spans_a_line(child, wanted)]
+            children, line = child_nodes(node), getattr(node, "lineno", None)
+            # Below the root, a node on one line (not counting decorators) is on a wanted one, and so is all it holds.
+            if not ancestors or line is None or node.end_lineno != line or getattr(node, "decorator_list", None):
+                children = [child for child in children if spans_a_line(child, wanted)]
             if children:
                 inner = (*ancestors, node)
                 stack += [(child, inner) for child in reversed(children)]
