@@ -10,7 +10,9 @@ operators `ast.parse` shares between trees (`Load()`, `Add()`) are left out.
 Each node keeps (its index's serial number, its position) as an attribute, so that any node leads to its
 index: the index holds the nodes, and a node holding the index back would make a cycle that only the
 garbage collector frees (the scan workers run with it off). Live indexes are found by serial number in a
-registry that holds them weakly: `SourceFile` keeps its file's index alive while the file is scanned.
+registry that holds them weakly: `SourceFile` keeps its file's index alive while the file is scanned. It
+builds the index only when a node of its tree is first asked about (a node with no index yet): half the files
+parsed never are.
 """
 
 from __future__ import annotations
@@ -22,21 +24,52 @@ import weakref
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 Node = TypeVar("Node", bound=ast.AST)
 Kind = type[Node] | tuple[type[Node], ...]
 
 _POSITION = "_codemod_position"  # the attribute each indexed node carries: (serial, preorder position)
-# `ast.parse` makes one `Load()`, one `Add()`... for all trees: they have no place in any one tree, and no
-# question here is about them.
-_SHARED = frozenset(
-    cls for base in (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop) for cls in base.__subclasses__()
-)
+# Fields that never hold a node asked about: the contexts and operators `ast.parse` shares between trees (one
+# `Load()`, one `Add()`... for all trees: they have no place in any one tree), names and flags.
+_LEAF_FIELDS = frozenset({
+    "ctx", "op", "ops", "id", "attr", "arg", "kind", "type_comment", "asname", "module", "level", "conversion",
+    "is_async", "simple", "tag", "rest", "kwd_attrs",
+})  # fmt: skip
+
+
+class _ChildFields(dict[type[ast.AST], tuple[str, ...]]):
+    """Each node class's fields that may hold child nodes, found on first use. Nearly half of a tree's nodes
+    (`Name`, `Constant`) have none: a walk then neither reads their fields nor tests what they hold."""
+
+    def __missing__(self, cls: type[ast.AST]) -> tuple[str, ...]:
+        fields = () if cls is ast.Constant else tuple(f for f in cls._fields if f not in _LEAF_FIELDS)
+        self[cls] = fields
+        return fields
+
+
+CHILD_FIELDS = _ChildFields()
+
+
+class _BlockFields(dict[type[ast.AST], tuple[str, ...]]):
+    """Each statement class's fields holding statements, or `except` handlers and `case`s holding them, in the
+    order `statements` walks them (none for nine statements in ten), found on first use."""
+
+    def __missing__(self, cls: type[ast.AST]) -> tuple[str, ...]:
+        fields = tuple(f for f in ("body", "orelse", "finalbody", "handlers", "cases") if f in cls._fields)
+        self[cls] = fields
+        return fields
+
+
+BLOCK_FIELDS = _BlockFields()
+
 _DEEPER = 10  # the recursion limit while numbering a tree deeper than it, as a multiple of the usual one
 _SERIALS = itertools.count()
 _NONE: tuple[list[int], list[ast.AST]] = ([], [])
 _LIVE: weakref.WeakValueDictionary[int, NodeIndex] = weakref.WeakValueDictionary()
+# The owners of parsed trees not indexed yet (oldest first), held weakly: about half the files parsed are never
+# asked about, and indexing a tree cost more than parsing it.
+_UNINDEXED: weakref.WeakValueDictionary[int, Indexed] = weakref.WeakValueDictionary()
 # Indexes built for a subtree no live index holds (a tree parsed from a string, another file's class): the
 # last few stay alive, so that repeated questions about the same subtree walk it once.
 _RECENT: deque[NodeIndex] = deque(maxlen=16)
@@ -73,25 +106,26 @@ class NodeIndex:
 
     def _visit(self, node: ast.AST, parent: int) -> None:
         """Number `node` and its subtree (recursion is a third faster than a stack of nodes here)."""
-        position = len(self._nodes)
+        nodes = self._nodes
+        position = len(nodes)
         setattr(node, _POSITION, (self._serial, position))
-        self._nodes.append(node)
+        nodes.append(node)
         self._ends.append(0)
         self._parents.append(parent)
-        positions = self._by_class.get(node.__class__)
-        if positions is None:
-            self._by_class[node.__class__] = [position]
-        else:
-            positions.append(position)
-        for name in node._fields:
+        cls = node.__class__
+        try:
+            self._by_class[cls].append(position)
+        except KeyError:
+            self._by_class[cls] = [position]
+        for name in CHILD_FIELDS[cls]:
             value = getattr(node, name, None)
             if value.__class__ is list:
                 for item in value:
-                    if isinstance(item, ast.AST) and item.__class__ not in _SHARED:  # `Compare.ops` holds shared ones
+                    if isinstance(item, ast.AST):
                         self._visit(item, position)
-            elif isinstance(value, ast.AST) and value.__class__ not in _SHARED:
+            elif isinstance(value, ast.AST):
                 self._visit(value, position)
-        self._ends[position] = len(self._nodes)
+        self._ends[position] = len(nodes)
 
     def nodes(self, kind: Kind[Node], within: ast.AST | None = None) -> list[Node]:
         """The nodes that are instances of `kind` in `within`'s subtree (`within` included; the whole tree if
@@ -131,7 +165,8 @@ class NodeIndex:
     def breadth_first(self, nodes: list[Node]) -> list[Node]:
         """`nodes` (all in this index) in the order `ast.walk` yields them: by depth, then in source order."""
         depths = self._depths()
-        return sorted(nodes, key=lambda node: (depths[self._position(node)], self._position(node)))
+        ordered = sorted((depths[position], position) for position in map(self._position, nodes))
+        return [self._nodes[position] for _, position in ordered]  # type: ignore[misc] (the nodes given)
 
     def contains(self, outer: ast.AST, inner: ast.AST) -> bool:
         """Whether `inner` is `outer` or lies in its subtree."""
@@ -145,9 +180,10 @@ class NodeIndex:
 
     def _depths(self) -> list[int]:
         if self._depth is None:
-            self._depth = []
+            depths: list[int] = []
             for parent in self._parents:  # a parent comes before its children
-                self._depth.append(0 if parent < 0 else self._depth[parent] + 1)
+                depths.append(0 if parent < 0 else depths[parent] + 1)
+            self._depth = depths
         return self._depth
 
     def _position(self, node: ast.AST) -> int:
@@ -166,14 +202,41 @@ class NodeIndex:
         return known
 
 
+class Indexed(Protocol):
+    """What holds a parsed tree and its index, built on first use (`SourceFile`)."""
+
+    @property
+    def index(self) -> NodeIndex: ...
+
+
+def index_when_asked(owner: Indexed) -> None:
+    """Build `owner.index` only once a node of its tree is asked about."""
+    _UNINDEXED[next(_SERIALS)] = owner
+
+
 def indexed(node: ast.AST) -> NodeIndex:
     """The live index holding `node`; where none does, a new one over `node`'s subtree."""
     marked = getattr(node, _POSITION, None)
+    if marked is None:
+        marked = _index_trees_until_marked(node)
     index = _LIVE.get(marked[0]) if marked is not None else None
     if index is None:
         index = NodeIndex(node)
         _RECENT.append(index)
     return index
+
+
+def _index_trees_until_marked(node: ast.AST) -> tuple[int, int] | None:
+    """Index the trees not indexed yet, newest first (most likely the file being scanned), until one holds `node`."""
+    for key in reversed(list(_UNINDEXED.keys())):
+        owner = _UNINDEXED.pop(key, None)
+        if owner is None:
+            continue
+        owner.index  # noqa: B018 (builds it, marking its nodes)
+        marked: tuple[int, int] | None = getattr(node, _POSITION, None)
+        if marked is not None:
+            return marked
+    return None
 
 
 def nodes_within(node: ast.AST, kind: Kind[Node], breadth_first: bool = False) -> list[Node]:

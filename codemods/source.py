@@ -16,7 +16,7 @@ from typing import Any
 
 from codemods.findings import NodeRef
 from codemods.lines import LineIndex, split_lines
-from codemods.node_index import NodeIndex
+from codemods.node_index import BLOCK_FIELDS, CHILD_FIELDS, NodeIndex, index_when_asked
 
 _SUPPRESSION = re.compile(r"#\s*codemod:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 
@@ -63,15 +63,13 @@ class SourceFile:
     @cached_property
     def tree(self) -> ast.Module:
         tree = ast.parse(self.text, filename=self.path)
-        # Built with the tree, before any analysis asks about a part of it: every node then leads to this index.
-        self._index = NodeIndex(tree)
+        index_when_asked(self)  # then every node of it leads to this file's index
         return tree
 
-    @property
+    @cached_property
     def index(self) -> NodeIndex:
         """Every node of `tree` by kind and subtree (what `nodes_within` answers for any node of it)."""
-        self.tree  # noqa: B018 (parses, building the index)
-        return self._index
+        return NodeIndex(self.tree)
 
     @cached_property
     def package(self) -> str:
@@ -154,11 +152,20 @@ class SourceFile:
         return sorted(found)
 
     def walk_lines(self, lines: Iterable[int], root: ast.AST | None = None) -> Iterator[tuple[ast.AST, Ancestors]]:
-        """Every node whose line range holds one of `lines`, with its ancestors, skipping the rest of the tree."""
+        """Every node whose line range holds one of `lines`, with its ancestors, skipping the rest of the tree.
+        In preorder, from a stack: nested generators would pass each node up through every enclosing one."""
         wanted = sorted(set(lines))
-        if not wanted:
-            return
-        yield from _walk_lines(root or self.tree, wanted, ())
+        stack: list[tuple[ast.AST, Ancestors]] = [(root or self.tree, ())] if wanted else []
+        while stack:
+            node, ancestors = stack.pop()
+            yield node, ancestors
+            children, line = child_nodes(node), getattr(node, "lineno", None)
+            # Below the root, a node on one line (not counting decorators) is on a wanted one, and so is all it holds.
+            if not ancestors or line is None or node.end_lineno != line or getattr(node, "decorator_list", None):
+                children = [child for child in children if spans_a_line(child, wanted)]
+            if children:
+                inner = (*ancestors, node)
+                stack += [(child, inner) for child in reversed(children)]
 
 
 def spans_a_line(node: ast.AST, wanted: list[int]) -> bool:
@@ -186,14 +193,15 @@ def _merged(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
-    """`ast.iter_child_nodes` without a generator frame per node: the inner loop of every walk here."""
+    """`ast.iter_child_nodes` without a generator frame per node, nor the contexts and operators `ast.parse`
+    shares between trees (`Load()`, `Add()`): the inner loop of every walk here."""
     children: list[ast.AST] = []
-    for name in node._fields:
+    for name in CHILD_FIELDS[node.__class__]:
         value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
+        if value.__class__ is list:
+            children += [item for item in value if isinstance(item, ast.AST)]
+        elif isinstance(value, ast.AST):
             children.append(value)
-        elif isinstance(value, list):
-            children.extend(item for item in value if isinstance(item, ast.AST))
     return children
 
 
@@ -203,15 +211,7 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(child_nodes(current))
-
-
-def _walk_lines(node: ast.AST, wanted: list[int], ancestors: Ancestors) -> Iterator[tuple[ast.AST, Ancestors]]:
-    yield node, ancestors
-    inner = (*ancestors, node)
-    for child in child_nodes(node):
-        if spans_a_line(child, wanted):
-            yield from _walk_lines(child, wanted, inner)
+        stack += child_nodes(current)
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -227,17 +227,18 @@ def statements(body: Iterable[ast.stmt], into_scopes: bool = False) -> Iterator[
     while pending:  # a stack, not nested generators: each yield would pass through every enclosing one
         statement = pending.pop()
         yield statement
-        if not into_scopes and isinstance(statement, _SCOPES):
+        fields = BLOCK_FIELDS[statement.__class__]
+        if not fields or not into_scopes and isinstance(statement, _SCOPES):
             continue
         inner: list[ast.stmt] = []
-        for field in ("body", "orelse", "finalbody"):
-            inner.extend(getattr(statement, field, ()))
-        for handler in getattr(statement, "handlers", ()):
-            inner.extend(handler.body)
-        for case in getattr(statement, "cases", ()):
-            inner.extend(case.body)
+        for field in fields:
+            if field in ("handlers", "cases"):  # `except` handlers and `case`s hold statements, are none
+                for part in getattr(statement, field, ()):
+                    inner += part.body
+            else:
+                inner += getattr(statement, field, ())
         inner.reverse()
-        pending.extend(inner)
+        pending += inner
 
 
 def enclosing(ancestors: Ancestors, kind: type[ast.AST] | tuple[type[ast.AST], ...]) -> ast.AST | None:

@@ -75,6 +75,14 @@ def test_a_files_nodes_lead_to_the_index_built_with_its_tree(scheduler: SourceFi
     assert all(indexed(method) is scheduler.index for method in _methods(scheduler))
 
 
+def test_a_files_index_is_built_when_a_node_of_it_is_first_asked_about(scheduler: SourceFile) -> None:
+    source = SourceFile(scheduler.path, scheduler.text, scheduler.module)
+    method = next(n for n in source.tree.body[-1].body if isinstance(n, ast.FunctionDef))  # type: ignore[attr-defined]
+    assert "index" not in vars(source)
+    assert nodes_within(method, ast.FunctionDef) == [method]
+    assert indexed(method) is vars(source)["index"]
+
+
 def test_a_tree_parsed_apart_gets_its_own_index() -> None:
     expression = ast.parse("a.to(b) + c(d)", mode="eval")
     assert [n.id for n in nodes_within(expression, ast.Name)] == ["a", "b", "c", "d"]

@@ -1,9 +1,9 @@
-"""A function's calls, assignments and bound names, from one walk of its body.
+"""A function's calls, assignments and bound names, read off the file's node index.
 
 What a model's `__init__` builds, stacks and appends (`model_graph`, `block_lists`) and which locals of a
 pipeline's denoising method hold a component (`denoisers`) are read from these three kinds of node alone.
-Each of those questions used to walk the whole function again (five walks of every `__init__`); one walk
-per function, memoized with the file's other analyses, answers them all.
+Each of those questions used to walk the whole function again (five walks of every `__init__`); the
+index (`nodes_within`) answers them without a walk, memoized with the file's other analyses.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from codemods.source import SourceFile, child_nodes
+from codemods.node_index import in_walk_order, nodes_within
+from codemods.source import SourceFile
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -28,21 +29,15 @@ class FunctionNodes:
 
 
 def function_nodes(source: SourceFile, function: Function) -> FunctionNodes:
-    """`function`'s nodes by kind, walked once per file however many analyses ask."""
+    """`function`'s nodes by kind, found once per file however many analyses ask."""
     return source.memo(f"function_nodes:{id(function)}", lambda: _walked(function))
 
 
 def _walked(function: Function) -> FunctionNodes:
-    calls: list[ast.Call] = []
-    assigns: list[ast.Assign] = []
-    bound: list[ast.Name] = []
-    order: list[ast.AST] = [function]
-    for node in order:  # breadth first, as `ast.walk` goes: the list grows behind the loop
-        if isinstance(node, ast.Call):
-            calls.append(node)
-        elif isinstance(node, ast.Assign):
-            assigns.append(node)
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            bound.append(node)
-        order.extend(child_nodes(node))
-    return FunctionNodes(function, tuple(calls), tuple(assigns), tuple(bound))
+    bound = [name for name in nodes_within(function, ast.Name) if not isinstance(name.ctx, ast.Load)]
+    return FunctionNodes(
+        function,
+        tuple(nodes_within(function, ast.Call, breadth_first=True)),
+        tuple(nodes_within(function, ast.Assign, breadth_first=True)),
+        tuple(in_walk_order(bound)),
+    )
