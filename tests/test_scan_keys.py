@@ -98,3 +98,13 @@ def test_a_reused_scan_names_the_file_it_is_reused_for(tmp_path: Path) -> None:
     reused = keys.reused(cached, f"{copy}/x.py")
     assert reused == FileScan(f"{copy}/x.py", None, FileError(f"{copy}/x.py", "syntax error: invalid syntax", 3))
     assert cached.path == f"{first}/x.py"  # the cached scan itself is left as it was
+
+
+def test_packages_side_by_side_key_their_files_each_with_its_own_settings(tmp_path: Path) -> None:
+    helper = "def lru_cache_unless_export():\n    pass\n"
+    plain = write_files({"__init__.py": ""}, tmp_path / "src" / "plain")
+    helped = write_files({"__init__.py": "", "utils/__init__.py": "", "utils/torch_utils.py": helper}, tmp_path / "src" / "helped")
+    trees = {plain: TreeInfo.of(plain, 119), helped: TreeInfo.of(helped, 119)}
+    content = content_digest(b"x = 1\n")
+    for root, tree in trees.items():
+        assert ScanKeys(trees).key(f"{root}/x.py", content) == ScanKeys({root: tree}).key(f"{root}/x.py", content)

@@ -32,11 +32,15 @@ _ATOMS = (int, float, complex, bytes, type(None), enum.Enum)
 
 
 class ScanKeys:
-    """The scan cache's keys for the files of a run's trees (`roots`: package root -> its `TreeInfo`)."""
+    """The scan cache's keys for the files of a run's trees (`trees`: each package root, or None, and its settings)."""
 
     def __init__(self, trees: dict[Path | None, TreeInfo]) -> None:
-        # A file's place: the part of its path from its package's name on ("diffusers/models/x.py").
-        self._tops = {os.path.join(root.parent, ""): tree.placeless() for root, tree in trees.items() if root}
+        # Each package directory: where its files' places start (at the package's name: "diffusers/models/x.py").
+        self._packages = {
+            os.path.join(root, ""): (len(os.path.join(root.parent, "")), tree.placeless())
+            for root, tree in trees.items()
+            if root
+        }
         self.cache_name = repr(sorted((tree.placeless() for tree in trees.values()), key=repr))
 
     def key(self, path: str, content: str) -> str:
@@ -59,9 +63,9 @@ class ScanKeys:
 
     def _place(self, path: str) -> tuple[str, TreeInfo] | None:
         """`path` from its package's name on, and its tree's settings; None outside the run's trees."""
-        for top, tree in self._tops.items():
-            if path.startswith(top):
-                return path[len(top) :], tree
+        for package, (top, tree) in self._packages.items():
+            if path.startswith(package):
+                return path[top:], tree
         return None
 
 
