@@ -59,6 +59,11 @@ class BotOptions:
     client: ClientSettings = field(default_factory=ClientSettings)
     log: Callable[[str], None] = field(default=_stderr, compare=False)
 
+    @property
+    def scan_cache(self) -> Path:
+        """The engine's scan cache: the planning run fills it, each group's verification reuses it on its copies."""
+        return self.workdir.resolve() / "cache"
+
 
 class Session:
     """What one invocation shares: the GitHub client (made on first use) and the clone."""
@@ -138,7 +143,7 @@ def make_plan(session: Session) -> tuple[Plan, Git]:
     options.log(f"syncing {options.repo}@{base} into {git.root}")
     base_sha = git.sync(base)
     rules = tuple(rule.code for rule in select_rules(options.select))
-    grouping = find_groups(git.root, rules, options.only, options.workdir.resolve() / "cache", options.log)
+    grouping = find_groups(git.root, rules, options.only, options.scan_cache, options.log)
     plan = Plan(
         options.repo,
         git.clone_url,
@@ -260,6 +265,7 @@ def _verify(options: BotOptions, git: Git, plan: Plan, group: FixGroup, verifier
         work_dir=options.workdir.resolve() / "verify" / group.id,
         compile=options.compile,
         reproduce=bodies.reproduce_command(group, plan.base_sha, options.device),
+        cache_dir=options.scan_cache,
     )
 
 

@@ -33,6 +33,7 @@ class Verifier(Protocol):
         tolerance: float = 1e-4,
         progress: Callable[..., None] | None = None,
         scale: str = "test",
+        cache_dir: Path | None = None,
     ) -> Any: ...
 
 
@@ -106,6 +107,7 @@ def verify_group(
     work_dir: Path,
     compile: bool,
     reproduce: str,
+    cache_dir: Path | None = None,
 ) -> Verification:
     src = (repo_root / PACKAGE_DIR).resolve()
     paths = tuple(sorted((repo_root / path).resolve() for path in group.files))
@@ -114,7 +116,14 @@ def verify_group(
         # On a GPU runner the PR body also carries the real-scale table (milliseconds a reviewer can weigh).
         at_scale = {"scale": "real"} if device == "cuda" else {}
         report = verifier(
-            src, select=(group.rule,), paths=paths, device=device, work_dir=work_dir, compile=compile, **at_scale
+            src,
+            select=(group.rule,),
+            paths=paths,
+            device=device,
+            work_dir=work_dir,
+            compile=compile,
+            cache_dir=cache_dir,
+            **at_scale,
         )
         markdown = report.to_markdown(reproduce)
         as_json = report.to_json()

@@ -46,6 +46,7 @@ def verify(
     tests_budget_s: float = DEFAULT_BUDGET_S,
     scale: str = "test",
     repo_checks: bool = True,
+    cache_dir: Path | None = None,
 ) -> VerifyReport:
     """Verify every change the engine makes to `src` (a diffusers package directory).
 
@@ -54,6 +55,8 @@ def verify(
     run with nothing to verify says why without it). In a checkout with `tests/`,
     `own_tests` also runs the checkout's tests that cover the changed files on both trees, and
     `repo_checks` the checks its Makefile and CI run (`make quality`, repository consistency).
+    `cache_dir` is a scan cache the rewrite may reuse and add to (the bot's, shared by its planning run and
+    every group's verification: copies of one tree share their scans).
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
@@ -74,7 +77,7 @@ def verify(
 
     try:
         say(f"rewriting a copy of {src}")
-        changes = rewrite_copy(src, root, select=select, paths=paths)
+        changes = rewrite_copy(src, root, select=select, paths=paths, cache_dir=cache_dir)
         lap("rewrite")
         say(f"{len(changes.rewrites)} rewrite(s) in {len(changes.changed_files)} file(s)")
         results, tests, real, turned_on, checks, nothing = [], None, None, None, None, None

@@ -10,7 +10,8 @@ the check read: codemods/engine/result_cache.py).
 Files in the cache directory (which carries a `.gitignore`, like ruff's):
 - `index-*.pickle`, small, always read: each file's content digest by (size, mtime_ns), so an
   unchanged file is neither read nor hashed (git's index does the same);
-- `scan-*.pickle`: each file's scan by path + content digest, and the applied fixes;
+- `scan-*.pickle`: each file's scan by its place in its tree + content digest (copies of a tree share them:
+  codemods/engine/scan_keys.py), and the applied fixes;
 - `result-*.pickle`, one per whole check result.
 The directory is `.codemod_cache/` at the project root of the paths run on (see `cache_directory`).
 """
@@ -37,9 +38,15 @@ _PROJECT_MARKERS = ("pyproject.toml", ".git")
 _UNREADABLE = (OSError, EOFError, ValueError, pickle.UnpicklingError, AttributeError, ImportError, TypeError)
 
 
-def digest(path: str, data: bytes) -> str:
-    """Identity of a file's scan: its path (module names, copies depend on it) and its bytes."""
-    return hashlib.blake2b(path.encode() + b"\0" + data, digest_size=16).hexdigest()
+def digest(identity: str, data: bytes) -> str:
+    """Identity of what is computed from `data` for the file that `identity` names (its path, or its place in its
+    tree: codemods/engine/scan_keys.py)."""
+    return hashlib.blake2b(identity.encode() + b"\0" + data, digest_size=16).hexdigest()
+
+
+def content_digest(data: bytes) -> str:
+    """Identity of a file's bytes alone, wherever the file lies."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 @cache
@@ -86,13 +93,13 @@ class ScanCache:
         return _load(self._scans_path, {}) if self._scans_path is not None else {}
 
     def file_digest(self, path: str) -> str:
-        """The content digest of `path`, read and hashed only if its size or mtime changed since last time."""
+        """The `content_digest` of `path`, read and hashed only if its size or mtime changed since last time."""
         status = os.stat(path)
         known = self._stats.get(path)
         if known is not None and known[:2] == (status.st_size, status.st_mtime_ns):
             return known[2]
         with open(path, "rb") as handle:
-            value = digest(path, handle.read())
+            value = content_digest(handle.read())
         self._stats[path] = (status.st_size, status.st_mtime_ns, value)
         self._dirty.add("index")
         return value

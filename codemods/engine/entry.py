@@ -15,17 +15,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemods.analysis.models.frequency import ModelReach, grouped_patterns
-from codemods.engine.cache import ScanCache, digest
+from codemods.engine.cache import ScanCache, content_digest
 from codemods.engine.copy_declines import copy_decline
 from codemods.engine.discovery import discover
 from codemods.engine.interrupts import InterruptWatch
 from codemods.engine.result_cache import ResultCache
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
 from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
+from codemods.engine.scan_keys import ScanKeys
 from codemods.engine.tree_write import PlannedWrite, TreeWrite, interrupted_line
 from codemods.engine.worker_pool import in_workers
 from codemods.errors import RunInterrupted, UsageError
@@ -91,16 +93,13 @@ class _Run:
         self.progress = progress
         self.files = [str(f) for f in files]
         self.in_run = frozenset(self.files)
-        roots_by_directory: dict[Path, Path | None] = {}
-        self.roots: dict[str, Path | None] = {}
-        for file in files:
-            if file.parent not in roots_by_directory:
-                roots_by_directory[file.parent] = package_root(file.parent)
-            self.roots[str(file)] = roots_by_directory[file.parent]
+        root_of_directory = cache(package_root)  # asked once per directory, not per file
+        self.roots: dict[str, Path | None] = {str(file): root_of_directory(file.parent) for file in files}
         self.trees = {root: TreeInfo.of(root, config.line_length, config.opt_in) for root in set(self.roots.values())}
         self.codes = tuple(rule.code for rule in rules)
+        self.keys = ScanKeys(self.trees)
         # Not the rule selection: a file's scan holds each rule's findings apart (see codemods.engine.scan).
-        self.cache = ScanCache(options.cache_dir, repr(sorted(self.trees.values(), key=repr)))
+        self.cache = ScanCache(options.cache_dir, self.keys.cache_name)
         self.stats = ScanStats()
         self.used_cache_keys: set[str] = set()
         self.jobs = options.jobs or os.cpu_count() or 1
@@ -169,19 +168,19 @@ class _Run:
         unreadable_scans: dict[str, Scan] = {}
         for path in self.files:
             try:
-                digests[path] = self.cache.file_digest(path)
+                digests[path] = self.keys.key(path, self.cache.file_digest(path))
             except OSError as error:
                 unreadable_scans[path] = unreadable(path, error).select(self.codes)
         return digests, unreadable_scans
 
     def scan_files(self, files: dict[str, tuple[str, str | None]], phase: str) -> dict[str, Scan]:
-        """Each file's scan under the selected rules, `files` being path -> (content digest, text or None to
+        """Each file's scan under the selected rules, `files` being path -> (scan key, text or None to
         read it). Rule results the cache holds are reused; a worker runs only the rules missing for a file."""
         known: dict[str, FileScan] = {}
         partly: dict[str, FileScan] = {}  # cached with some of the selected rules' results missing
         pending: list[ScanJob] = []
         for path, (key, text) in files.items():
-            cached: FileScan | None = self.cache.get(key)
+            cached = self.keys.reused(self.cache.get(key), path)
             missing = cached.missing(self.codes) if cached is not None else self.codes
             if cached is not None:
                 self.stats.rule_results_reused += len(self.codes) - len(missing)
@@ -206,14 +205,14 @@ class _Run:
 
     def scan_texts(self, texts: dict[str, str]) -> dict[str, Scan]:
         """Scans of rewritten texts, keyed (and cached) as the scans of the files once written (UTF-8)."""
-        keyed = {path: (digest(path, text.encode("utf-8")), text) for path, text in texts.items()}
+        keyed = {path: (self.keys.key(path, content_digest(text.encode("utf-8"))), text) for path, text in texts.items()}
         return self.scan_files(keyed, "check")
 
     def load_facts(self, path: str, module: str, text: str) -> FileFacts | None:
         """Facts of a tree file this run did not scan (the index asks only when a finding needs them)."""
-        key = digest(path, text.encode("utf-8"))
+        key = self.keys.key(path, content_digest(text.encode("utf-8")))
         self.used_cache_keys.add(key)
-        cached: FileScan | None = self.cache.get(key)
+        cached = self.keys.reused(self.cache.get(key), path)
         if cached is None:
             cached = file_facts(SourceFile(path, text, module))  # facts alone: no rule has run on it
             self.cache.put(key, cached)

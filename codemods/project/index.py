@@ -13,7 +13,7 @@ import bisect
 import importlib.util
 import re
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
@@ -83,6 +83,11 @@ class TreeInfo:
         torch_utils = root / "utils" / "torch_utils.py"
         text = torch_utils.read_text("utf-8") if torch_utils.is_file() else ""
         return cls(str(root), root.name, tuple(sorted(set(_DEFINED_FUNCTION.findall(text)))), line_length, opt_ins)
+
+    def placeless(self) -> TreeInfo:
+        """These settings wherever the tree lies (a scan reads `root` only as there or not): every copy of a tree
+        gets the same value, so copies share their scans (codemods/engine/scan_keys.py)."""
+        return self if self.root is None else replace(self, root="<a package root>")
 
 
 FactsLoader = Callable[[str, str, str], FileFacts | None]

@@ -91,6 +91,7 @@ class FakeVerifier:
         compile=False,
         tolerance=1e-4,
         progress=None,
+        cache_dir=None,
     ) -> FakeReport:
         relative = sorted(Path(p).relative_to(src).as_posix() for p in paths)
         self.calls.append(tuple(relative))

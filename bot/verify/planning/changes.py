@@ -91,15 +91,19 @@ def rewrite_copy(
     select: tuple[str, ...] | None = None,
     paths: tuple[Path, ...] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    cache_dir: Path | None = None,
 ) -> ChangeSet:
-    """Copy `src` twice under `work_dir` and apply every fix (unsafe ones included) to the second copy."""
+    """Copy `src` twice under `work_dir` and apply every fix (unsafe ones included) to the second copy.
+
+    With `cache_dir`, the engine reuses the scans an earlier run kept there, of this tree or of another
+    copy of it (the bot's planning run, the group verified before: codemods/engine/scan_keys.py)."""
     src = src.resolve()
     original = copy_tree(src, work_dir / "original")
     rewritten = copy_tree(src, work_dir / "rewritten")
     targets = (rewritten,) if paths is None else tuple(rewritten / _relative(src, p) for p in paths)
     # The same fixes as the bot's plan: the tests a fix turns on are the verifier's to run (`turned_on_tests`).
     options = RunOptions(
-        paths=targets, mode=Mode.WRITE, unsafe_fixes=True, select=select, cache_dir=None, opt_in=VERIFIED_OPT_INS
+        paths=targets, mode=Mode.WRITE, unsafe_fixes=True, select=select, cache_dir=cache_dir, opt_in=VERIFIED_OPT_INS
     )
     result = run(options, progress)
     rewrites = []
