@@ -187,7 +187,7 @@ def _analyse(source: SourceFile) -> HotPaths:
             entries |= {name: ATTENTION for name in _PROCESSOR_ENTRY_METHODS}
         worklist.extend((methods[name], methods, entry) for name, entry in entries.items() if name in methods)
         for method in methods.values() if not is_scheduler(cls) else ():
-            for loop in (n for n in _own_loops(method) if is_denoising_loop(n) or _steps_a_scheduler(n, step_lines)):
+            for loop in (n for n in own_loops(method) if is_denoising_loop(n) or _steps_a_scheduler(n, step_lines)):
                 paths.loops.add(id(loop))
                 paths.ranges.append((loop.lineno, loop.end_lineno or loop.lineno))
                 callees = _callees(loop, methods, module_functions)
@@ -239,7 +239,7 @@ _SCOPES = (*_FUNCTIONS, ast.ClassDef)
 _CALLS_AND_FUNCTIONS = (ast.Call, *_FUNCTIONS)
 
 
-def _own_loops(method: Function) -> list[ast.AST]:
+def own_loops(method: Function) -> list[ast.AST]:
     """The loops of `method`'s own body, not of the functions and classes nested in it."""
     return [loop for loop in nodes_within(method, STEP_LOOPS) if _scope_of(loop) is method]
 
