@@ -141,7 +141,7 @@ def file_facts(source: SourceFile) -> FileScan:
         return FileScan(source.path, None, FileError(source.path, f"syntax error: {error.msg}", error.lineno))
     except ValueError as error:  # e.g. null bytes
         return FileScan(source.path, None, FileError(source.path, f"cannot parse: {error}"))
-    facts = extract_facts(source.path, source.module, source.text, parsed)
+    facts = extract_facts(source.path, source.module, source.text, parsed, source.line_index)
     errors = []
     for rule in _facts_rules():
         if rule.facts_trigger.search(source.text):

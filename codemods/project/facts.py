@@ -89,7 +89,8 @@ class FileFacts:
     by_rule: dict[str, Any] = field(default_factory=dict)  # what rules gathered for findings elsewhere
 
 
-def extract_facts(path: str, module: str, text: str, tree: ast.Module) -> FileFacts:
+def extract_facts(path: str, module: str, text: str, tree: ast.Module, lines: LineIndex | None = None) -> FileFacts:
+    """`lines`: the text's line index where the caller has one (a scanned file's rules build it anyway)."""
     facts = FileFacts(path=path, module=module)
     starts: dict[int, str] = {}
     for qualname, node in _definitions(tree, ""):
@@ -99,7 +100,7 @@ def extract_facts(path: str, module: str, text: str, tree: ast.Module) -> FileFa
         if isinstance(node, ast.ClassDef):
             facts.classes.setdefault(node.name, _class_facts(node, module, path))
     if "Copied from" in text:
-        facts.copies = tuple(_copy_blocks(path, text, starts, facts.definitions))
+        facts.copies = tuple(_copy_blocks(path, text, lines or LineIndex(text), starts, facts.definitions))
     return facts
 
 
@@ -221,8 +222,9 @@ def cited_source(cited: str) -> str:
     return cited.replace("/", ".")
 
 
-def _copy_blocks(path: str, text: str, starts: dict[int, str], definitions: dict[str, tuple[int, int]]):
-    lines = LineIndex(text)
+def _copy_blocks(
+    path: str, text: str, lines: LineIndex, starts: dict[int, str], definitions: dict[str, tuple[int, int]]
+):
     for match in _COPIED_FROM.finditer(text):
         comment_line = lines.line_of(match.start())
         qualname = starts.get(comment_line + 1)

@@ -21,16 +21,13 @@ _OTHER_BACKEND_FLAGS = {"XLA_AVAILABLE", "is_torch_xla_available", "is_torch_npu
 
 def in_cold_branch(branch: ast.If, child: ast.AST) -> bool:
     """Whether `child`, a statement of `branch`, runs only where hot code is cold (see the module docstring)."""
-    in_body = any(child is statement for statement in branch.body)
-    in_orelse = any(child is statement for statement in branch.orelse)
     kind = _branch_kind(branch.test)
+    if kind is None:
+        return False  # most tests: which block holds `child` does not matter
     if kind == "tensor":  # `if torch.is_tensor(t):` -> the else branch handles Python numbers
-        return in_orelse
-    if kind == "not tensor":
-        return in_body
-    if kind in ("export", "first step", "other backend"):
-        return in_body
-    return False
+        return any(child is statement for statement in branch.orelse)
+    # "not tensor", "export", "first step", "other backend": the body is the cold branch.
+    return any(child is statement for statement in branch.body)
 
 
 def _branch_kind(test: ast.expr) -> str | None:

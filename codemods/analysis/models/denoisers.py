@@ -18,10 +18,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from codemods.analysis.models.function_nodes import FunctionNodes, function_nodes
-from codemods.analysis.models.hot_paths import HotPaths, hot_paths
+from codemods.analysis.models.hot_paths import Function, HotPaths, hot_paths
 from codemods.analysis.values.types import Types, attribute_types, registered_components
-from codemods.source import SourceFile, enclosing
+from codemods.node_index import in_walk_order, names_within, nodes_within, parent_of
+from codemods.source import Ancestors, SourceFile, spans_a_line
 
 PIPELINE_TEXT = "register_modules("
 _CALL = re.compile(r"\w\(")
@@ -53,19 +53,18 @@ def pipeline_components(source: SourceFile) -> tuple[PipelineComponents, ...]:
 
 def called_per_step(source: SourceFile, hot: HotPaths, cls: ast.ClassDef, components: set[str]) -> list[str]:
     ranges = [(first, last) for first, last in hot.ranges if cls.lineno <= first and last <= (cls.end_lineno or 0)]
+    lines = source.lines_matching(_CALL, within=ranges)
     called: list[str] = []
-    aliases: dict[int, dict[str, tuple[str, ...]]] = {}
-    for node, ancestors in source.walk_lines(source.lines_matching(_CALL, within=ranges), root=cls):
-        if not isinstance(node, ast.Call) or hot.hot_scope(ancestors, node) is None:
+    # Only calls of a component or of a local name can count; a call's hot scope is looked up for those alone.
+    for node in nodes_within(cls, ast.Call) if lines else ():
+        if not spans_a_line(node, lines):
             continue
         names = component_named(node.func, components)
-        if names is None and isinstance(node.func, ast.Name):
-            method = enclosing(ancestors, (ast.FunctionDef, ast.AsyncFunctionDef))
-            if method is not None:
-                if id(method) not in aliases:
-                    aliases[id(method)] = _aliases(function_nodes(source, method), components)
-                names = aliases[id(method)].get(node.func.id)
-        called.extend(names or ())
+        if names is None and isinstance(node.func, ast.Name) and _stored(cls, node.func.id):
+            method = _enclosing_function(node, cls)
+            names = _alias(method, node.func.id, components) if method is not None else None
+        if names is not None and hot.hot_scope(_ancestors(node, cls), node) is not None:
+            called.extend(names)
     return list(dict.fromkeys(called))
 
 
@@ -86,23 +85,52 @@ def component_named(node: ast.expr, components: set[str]) -> tuple[str, ...] | N
     return None
 
 
-def _aliases(method: FunctionNodes, components: set[str]) -> dict[str, tuple[str, ...]]:
-    """Locals of the method that every binding sets to a component (`current_model = self.transformer`)."""
-    held: dict[str, tuple[str, ...]] = {}
-    arguments = method.function.args
-    others = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
-    plain: set[int] = set()
-    for node in method.assigns:
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            plain.add(id(node.targets[0]))
-            value = component_named(node.value, components)
-            if value is None:
-                others.add(node.targets[0].id)
-            else:
-                held[node.targets[0].id] = held.get(node.targets[0].id, ()) + value
-    # A name also bound another way (a loop target, `a, b = ...`, `with ... as`) may hold anything.
-    others.update(n.id for n in method.bound_names if id(n) not in plain)
-    return {name: tuple(dict.fromkeys(value)) for name, value in held.items() if name not in others}
+def _stored(scope: ast.AST, name: str) -> bool:
+    """Whether `scope` binds `name` anywhere (a local no statement binds holds no component)."""
+    return any(not isinstance(n.ctx, ast.Load) for n in names_within(scope, name))
+
+
+def _ancestors(node: ast.AST, root: ast.AST) -> Ancestors:
+    """The nodes from `root` down to `node`'s parent."""
+    found: list[ast.AST] = []
+    current = parent_of(node)
+    while current is not None:
+        found.append(current)
+        if current is root:
+            break
+        current = parent_of(current)
+    found.reverse()
+    return tuple(found)
+
+
+def _enclosing_function(node: ast.AST, root: ast.AST) -> Function | None:
+    """The innermost function holding `node` inside `root`."""
+    current = parent_of(node)
+    while current is not None and current is not root:
+        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
+            return current
+        current = parent_of(current)
+    return None
+
+
+def _alias(method: Function, name: str, components: set[str]) -> tuple[str, ...] | None:
+    """The components the local `name` of `method` holds, when every binding of it (nested scopes included)
+    sets it alone to a component (`current_model = self.transformer`); None if some binding may set anything else
+    (a parameter, a loop target, `a, b = ...`, `with ... as`)."""
+    arguments = method.args
+    if any(a.arg == name for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)):
+        return None
+    held: tuple[str, ...] = ()
+    stores = [n for n in names_within(method, name) if not isinstance(n.ctx, ast.Load)]
+    for store in in_walk_order(stores):  # `ast.walk`'s order: the order the components were first listed in
+        binding = parent_of(store)
+        if not (isinstance(binding, ast.Assign) and len(binding.targets) == 1 and binding.targets[0] is store):
+            return None
+        value = component_named(binding.value, components)
+        if value is None:
+            return None
+        held += value
+    return tuple(dict.fromkeys(held)) or None
 
 
 def _classes(components: Iterable[str], types: dict[str, Types | None]) -> tuple[str, ...]:

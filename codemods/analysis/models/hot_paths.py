@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 
 from codemods.analysis.models.cold_branches import OTHER_BACKENDS, in_cold_branch
 from codemods.analysis.models.loop_arguments import is_scheduler_step
-from codemods.source import Ancestors, SourceFile, child_nodes, dotted_name, spans_a_line, statements
+from codemods.node_index import nodes_within, parent_of
+from codemods.source import Ancestors, SourceFile, child_nodes, dotted_name, spans_a_line
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 # What a hot scope that is no function may be: a denoising loop (`hot_scope` answers one per step).
@@ -186,12 +187,10 @@ def _analyse(source: SourceFile) -> HotPaths:
             entries |= {name: ATTENTION for name in _PROCESSOR_ENTRY_METHODS}
         worklist.extend((methods[name], methods, entry) for name, entry in entries.items() if name in methods)
         for method in methods.values() if not is_scheduler(cls) else ():
-            for loop in (
-                n for n in statements(method.body) if is_denoising_loop(n) or _steps_a_scheduler(n, step_lines)
-            ):
+            for loop in (n for n in own_loops(method) if is_denoising_loop(n) or _steps_a_scheduler(n, step_lines)):
                 paths.loops.add(id(loop))
                 paths.ranges.append((loop.lineno, loop.end_lineno or loop.lineno))
-                callees = _callees(source, loop.body, methods, module_functions)
+                callees = _callees(loop, methods, module_functions)
                 worklist.extend((callee, methods, STEP) for callee in callees)
     backends = (function for function in module_functions.values() if _is_attention_backend(function))
     worklist.extend((function, {}, ATTENTION) for function in backends)
@@ -208,46 +207,58 @@ def _analyse(source: SourceFile) -> HotPaths:
             paths.ranges.append((function.lineno, function.end_lineno or function.lineno))
         key = (id(function), id(methods))
         if key not in callees_of:
-            callees_of[key] = _callees(source, function.body, methods, module_functions)
+            callees_of[key] = _callees(function, methods, module_functions)
         worklist.extend((callee, methods, entry) for callee in callees_of[key])
     return paths
 
 
 def _callees(
-    source: SourceFile, body: list[ast.stmt], methods: dict[str, Function], module_functions: dict[str, Function]
+    owner: Function | ast.For | ast.AsyncFor | ast.While,
+    methods: dict[str, Function],
+    module_functions: dict[str, Function],
 ) -> list[Function]:
-    """What `body` runs outside cold branches: `self.m(...)` and `f(...)` of this module, and the helpers
+    """What `owner`'s body runs outside cold branches: `self.m(...)` and `f(...)` of this module, and the helpers
     defined inside it (`def apply_rotary_emb(...)` in a processor runs with it)."""
-    text = "\n".join(source.lines[body[0].lineno - 1 : body[-1].end_lineno]) if body else ""
-    if "def " not in text and not any(f"{name}(" in text for name in (*methods, *module_functions)):
-        return []  # no such call or helper is even written here (substring tests, in C): nothing to walk
     found = []
-    for node in _hot_nodes(body):
-        if isinstance(node, _FUNCTIONS):
-            found.append(node)
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            if func.attr in methods:
-                found.append(methods[func.attr])
-        elif isinstance(func, ast.Name) and func.id in module_functions:
-            found.append(module_functions[func.id])
+    for node in nodes_within(owner, _CALLS_AND_FUNCTIONS):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+                callee = methods.get(func.attr)
+            else:
+                callee = module_functions.get(func.id) if isinstance(func, ast.Name) else None
+        else:
+            callee = node if node is not owner else None
+        if callee is not None and _runs_with(node, owner):
+            found.append(callee)
     return found
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
+_CALLS_AND_FUNCTIONS = (ast.Call, *_FUNCTIONS)
 
 
-def _hot_nodes(body: list[ast.stmt]):
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, ast.If):
-            stack.append(node.test)
-            stack.extend(s for s in node.body if not in_cold_branch(node, s))
-            stack.extend(s for s in node.orelse if not in_cold_branch(node, s))
-        elif not isinstance(node, _SCOPES):
-            stack.extend(child_nodes(node))
+def own_loops(method: Function) -> list[ast.AST]:
+    """The loops of `method`'s own body, not of the functions and classes nested in it."""
+    return [loop for loop in nodes_within(method, STEP_LOOPS) if _scope_of(loop) is method]
+
+
+def _scope_of(node: ast.AST) -> ast.AST | None:
+    current = parent_of(node)
+    while current is not None and not isinstance(current, _SCOPES):
+        current = parent_of(current)
+    return current
+
+
+def _runs_with(node: ast.AST, owner: ast.AST) -> bool:
+    """Whether `node` (in `owner`'s subtree) runs when `owner`'s body does: it lies in that body, in no nested
+    function or class (a nested one itself does) and in no cold branch."""
+    child, current = node, parent_of(node)
+    while current is not owner:
+        if current is None or isinstance(current, _SCOPES):
+            return False
+        if isinstance(current, ast.If) and in_cold_branch(current, child):
+            return False
+        child, current = current, parent_of(current)
+    return any(child is statement for statement in owner.body)

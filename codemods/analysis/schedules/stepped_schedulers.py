@@ -14,13 +14,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from codemods.analysis.models.hot_paths import is_denoising_loop, is_scheduler
+from codemods.analysis.models.hot_paths import is_denoising_loop, is_scheduler, own_loops
 from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.place import Place
 from codemods.analysis.schedules.schedule_calls import schedule_call
 from codemods.analysis.values.types import Types, attribute_types
 from codemods.node_index import method_calls_within, names_within, nodes_within
-from codemods.source import SourceFile, dotted_name, spans_a_line, statements
+from codemods.source import SourceFile, dotted_name, spans_a_line
 
 STEP_CALL = re.compile(r"scheduler\.step\(")  # no leading \b: a literal prefix searches fast
 _DEEPCOPY = ("copy.deepcopy", "deepcopy")
@@ -65,7 +65,7 @@ def scheduler_loops(source: SourceFile) -> tuple[SchedulerLoop, ...]:
 
 def _scheduler_loops(source: SourceFile) -> Iterator[SchedulerLoop]:
     lines = source.lines_matching(STEP_CALL)
-    for owner in (n for n, _ in source.walk_lines(lines) if isinstance(n, ast.ClassDef)):
+    for owner in (cls for cls in source.classes if spans_a_line(cls, lines)):
         if is_scheduler(owner):
             continue
         components = attribute_types(owner)
@@ -88,8 +88,8 @@ def stepping_loops(method: ast.FunctionDef | ast.AsyncFunctionDef, step_lines: l
     """
     loops = [
         n
-        for n in statements(method.body)
-        if is_denoising_loop(n) and spans_a_line(n, step_lines) and any(map(_is_step, method_calls_within(n, "step")))
+        for n in own_loops(method)
+        if spans_a_line(n, step_lines) and is_denoising_loop(n) and any(map(_is_step, method_calls_within(n, "step")))
     ]
     return [loop for loop in loops if not any(other is not loop and _inside_lines(other, loop) for other in loops)]
 
