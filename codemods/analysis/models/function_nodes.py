@@ -1,7 +1,7 @@
 """A function's calls, assignments and bound names, read off the file's node index.
 
-What a model's `__init__` builds, stacks and appends (`model_graph`, `block_lists`) and which locals of a
-pipeline's denoising method hold a component (`denoisers`) are read from these three kinds of node alone.
+What a model's `__init__` builds, stacks and appends (`model_graph`, `block_lists`) is read from these three
+kinds of node alone.
 Each of those questions used to walk the whole function again (five walks of every `__init__`); the
 index (`nodes_within`) answers them without a walk, memoized with the file's other analyses.
 """
