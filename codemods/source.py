@@ -7,7 +7,6 @@ in files that get a fix (see `codemods.engine.apply`).
 from __future__ import annotations
 
 import ast
-import bisect
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -15,6 +14,8 @@ from functools import cached_property
 from typing import Any
 
 from codemods.findings import NodeRef
+from codemods.line_walk import children_on_lines
+from codemods.line_walk import spans_a_line as spans_a_line  # where the project's modules import it from
 from codemods.lines import LineIndex, split_lines
 from codemods.node_index import BLOCK_FIELDS, CHILD_FIELDS, NodeIndex, index_when_asked
 
@@ -159,26 +160,15 @@ class SourceFile:
         while stack:
             node, ancestors = stack.pop()
             yield node, ancestors
-            children, line = child_nodes(node), getattr(node, "lineno", None)
+            line = getattr(node, "lineno", None)
             # Below the root, a node on one line (not counting decorators) is on a wanted one, and so is all it holds.
             if not ancestors or line is None or node.end_lineno != line or getattr(node, "decorator_list", None):
-                children = [child for child in children if spans_a_line(child, wanted)]
+                children = children_on_lines(node, wanted)
+            else:
+                children = child_nodes(node)
             if children:
                 inner = (*ancestors, node)
                 stack += [(child, inner) for child in reversed(children)]
-
-
-def spans_a_line(node: ast.AST, wanted: list[int]) -> bool:
-    """Whether `node`'s lines (decorators included) hold one of `wanted` (sorted)."""
-    start = getattr(node, "lineno", None)
-    if start is None:  # arguments, comprehensions... have no position: look inside
-        return True
-    first = getattr(node, "decorator_list", None)
-    if first:
-        start = min(start, min(d.lineno for d in first))
-    end = node.end_lineno or start
-    first_at_or_after = bisect.bisect_left(wanted, start)
-    return first_at_or_after < len(wanted) and wanted[first_at_or_after] <= end
 
 
 def _merged(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -27,7 +27,7 @@ from codemods.analysis.placement.method_calls import (
     is_own_statement,
     passed_argument,
 )
-from codemods.analysis.placement.module_calls import ModuleCalls, module_calls
+from codemods.analysis.placement.module_calls import module_calls
 from codemods.analysis.placement.place import Place, join
 from codemods.node_index import method_calls_within, parent_of
 from codemods.source import Ancestors, SourceFile, dotted_name, statements
@@ -76,13 +76,14 @@ class ClassPlaces:
     def function(self, function: Function) -> FunctionPlaces:
         if id(function) not in self._functions:
             # A weak back-reference: a cycle here would keep every parsed tree alive in the scan
-            # workers, which run with the garbage collector off.
-            self._functions[id(function)] = FunctionPlaces(function, weakref.proxy(self), module=self._module)
+            # workers, which run with the garbage collector off. The bindings are the file's, shared with
+            # every other placing of the method (`schedule_on_device`, a call of it).
+            module = module_calls(self.source) if self.source is not None else None
+            bindings = module.bindings(function) if module is not None else None
+            self._functions[id(function)] = FunctionPlaces(
+                function, weakref.proxy(self), module=module, bindings=bindings
+            )
         return self._functions[id(function)]
-
-    @cached_property
-    def _module(self) -> ModuleCalls | None:
-        return module_calls(self.source) if self.source is not None else None
 
     def attribute_place(self, name: str) -> Place:
         if name in self._attributes:

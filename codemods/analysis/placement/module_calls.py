@@ -32,6 +32,7 @@ class ModuleCalls:
         self.functions = module_functions(tree)
         self._results: dict[tuple, Place] = {}
         self._bindings: dict[int, FunctionBindings] = {}
+        self._parameters: dict[int, _Parameters] = {}
 
     def bindings(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> FunctionBindings:
         """One `function_bindings` per function of the file, for every call of it placed (and its own places)."""
@@ -46,7 +47,9 @@ class ModuleCalls:
         function = self.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
         if function is None:
             return None
-        given = _given(function, call, caller)
+        if id(function) not in self._parameters:
+            self._parameters[id(function)] = _Parameters(function)
+        given = _given(self._parameters[id(function)], call, caller)
         if given is None or not all(_transparent(d) for d in function.decorator_list):
             return Place.UNKNOWN
         key = (id(function), tuple(sorted(given.items())), caller.annotations, path)
@@ -72,24 +75,36 @@ class ModuleCalls:
         return found if found is not None else Place.UNKNOWN
 
 
-def _given(function: ast.FunctionDef, call: ast.Call, caller: Placer) -> dict[str, Place] | None:
+class _Parameters:
+    """A function's parameters, as each call of it binds them: worked out once per function, not once per call."""
+
+    def __init__(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        arguments = function.args
+        self.positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+        self.names = [*self.positional, *(a.arg for a in arguments.kwonlyargs)]
+        defaults = dict(zip(self.positional[len(self.positional) - len(arguments.defaults) :], arguments.defaults))
+        defaults.update({a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None})
+        # A default places its parameter: Python where it is a constant.
+        self.defaults = {
+            name: Place.PYTHON if isinstance(default, ast.Constant) else Place.UNKNOWN
+            for name, default in defaults.items()
+        }
+
+
+def _given(parameters: _Parameters, call: ast.Call, caller: Placer) -> dict[str, Place] | None:
     """Where each parameter's value lives in this call (a default: Python where it is a constant); None: not known."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
-    arguments = function.args
-    positional = [*arguments.posonlyargs, *arguments.args]
-    if len(call.args) > len(positional):
+    if len(call.args) > len(parameters.positional):
         return None
-    passed = {a.arg: value for a, value in zip(positional, call.args, strict=False)}
+    passed = dict(zip(parameters.positional, call.args, strict=False))
     passed.update({k.arg: k.value for k in call.keywords if k.arg is not None})
-    defaults = dict(zip([a.arg for a in positional][len(positional) - len(arguments.defaults) :], arguments.defaults))
-    defaults.update({a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None})
     given = {}
-    for parameter in (*positional, *arguments.kwonlyargs):
-        if parameter.arg in passed:
-            given[parameter.arg] = caller.place(passed[parameter.arg])
-        elif parameter.arg in defaults:
-            given[parameter.arg] = Place.PYTHON if isinstance(defaults[parameter.arg], ast.Constant) else Place.UNKNOWN
+    for name in parameters.names:
+        if name in passed:
+            given[name] = caller.place(passed[name])
+        elif name in parameters.defaults:
+            given[name] = parameters.defaults[name]
         else:
             return None
     return given

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from codemods.analysis.models.hot_paths import is_denoising_loop, is_scheduler, own_loops
 from codemods.analysis.placement.function_places import FunctionPlaces
+from codemods.analysis.placement.module_calls import module_calls
 from codemods.analysis.placement.place import Place
 from codemods.analysis.schedules.schedule_calls import schedule_call
 from codemods.analysis.values.types import Types, attribute_types
@@ -72,7 +73,7 @@ def _scheduler_loops(source: SourceFile) -> Iterator[SchedulerLoop]:
         for method in (n for n in owner.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
             step_lines = [line for line in lines if method.lineno <= line <= (method.end_lineno or 0)]
             loops = stepping_loops(method, step_lines) if step_lines else []
-            if not loops or not schedule_on_device(method):
+            if not loops or not schedule_on_device(method, source):
                 continue
             stepped = [stepped_schedulers(components, method, loop) for loop in loops]
             for loop, schedulers in zip(loops, stepped):
@@ -113,11 +114,11 @@ def stepped_schedulers(
     return sorted(found, key=lambda s: (s.steps[0].lineno, s.steps[0].col_offset))
 
 
-def schedule_on_device(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def schedule_on_device(method: ast.FunctionDef | ast.AsyncFunctionDef, source: SourceFile) -> bool:
     """The method sets a schedule on the device: `<scheduler>.set_timesteps(..., device=...)` or
     `retrieve_timesteps(<scheduler>, n, device)` with a device that is not the CPU (a lookup on the CPU
-    costs no sync)."""
-    places = FunctionPlaces(method)
+    costs no sync). `source`: the method's file, whose bindings of the method DIF006/DIF007 share."""
+    places = FunctionPlaces(method, bindings=module_calls(source).bindings(method))
     for node in nodes_within(method, ast.Call):
         schedule = schedule_call(node)
         if (

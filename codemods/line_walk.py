@@ -1,0 +1,74 @@
+"""Walking a tree on some lines only: which nodes hold a wanted line, without testing every node there is.
+
+`SourceFile.walk_lines` (a rule's second pass, on the lines its regex found) asks this of every node it enters.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+
+from codemods.node_index import CHILD_FIELDS
+
+
+def spans_a_line(node: ast.AST, wanted: list[int]) -> bool:
+    """Whether `node`'s lines (decorators included) hold one of `wanted` (sorted)."""
+    start = getattr(node, "lineno", None)
+    if start is None:  # arguments, comprehensions... have no position: look inside
+        return True
+    first = getattr(node, "decorator_list", None)
+    if first:
+        start = min(start, min(d.lineno for d in first))
+    end = node.end_lineno or start
+    first_at_or_after = bisect.bisect_left(wanted, start)
+    return first_at_or_after < len(wanted) and wanted[first_at_or_after] <= end
+
+
+def children_on_lines(node: ast.AST, wanted: list[int]) -> list[ast.AST]:
+    """`child_nodes(node)` whose lines hold one of `wanted` (sorted), in the same order; a long block of statements
+    is bisected for them, not tested statement by statement (a function's body against one wanted line)."""
+    children: list[ast.AST] = []
+    for name in CHILD_FIELDS[node.__class__]:
+        value = getattr(node, name, None)
+        if value.__class__ is list:
+            if len(value) > _BISECTED_BLOCK and isinstance(value[0], ast.stmt):
+                children += _statements_on_lines(value, wanted)
+            else:
+                children += [item for item in value if isinstance(item, ast.AST) and spans_a_line(item, wanted)]
+        elif isinstance(value, ast.AST) and spans_a_line(value, wanted):
+            children.append(value)
+    return children
+
+
+_BISECTED_BLOCK = 8  # statements: below this, testing each is as cheap
+
+
+def _statements_on_lines(block: list[ast.stmt], wanted: list[int]) -> list[ast.stmt]:
+    """The statements of `block` whose lines hold one of `wanted` (sorted), in order. A block's statements follow
+    each other: their first and last lines never decrease (`a = 1; b = 2` share theirs)."""
+    lines = wanted[
+        bisect.bisect_left(wanted, _first_line(block[0])) : bisect.bisect_right(wanted, block[-1].end_lineno or 0)
+    ]
+    if len(lines) >= len(block):
+        return [statement for statement in block if spans_a_line(statement, wanted)]
+    found: list[ast.stmt] = []
+    start, last = 0, -1
+    for line in lines:
+        start = bisect.bisect_left(block, line, start, key=_last_line)  # the first statement not over before `line`
+        index = start
+        while index < len(block) and _first_line(block[index]) <= line:
+            if index > last:
+                found.append(block[index])
+                last = index
+            index += 1
+    return found
+
+
+def _first_line(statement: ast.stmt) -> int:
+    """Where `statement` starts, its decorators included (as `spans_a_line` counts it)."""
+    decorators = getattr(statement, "decorator_list", None)
+    return min(statement.lineno, *(d.lineno for d in decorators)) if decorators else statement.lineno
+
+
+def _last_line(statement: ast.stmt) -> int:
+    return statement.end_lineno or statement.lineno
