@@ -15,7 +15,6 @@ from typing import Any
 
 from codemods.findings import NodeRef
 from codemods.line_walk import children_on_lines
-from codemods.line_walk import spans_a_line as spans_a_line  # where the project's modules import it from
 from codemods.lines import LineIndex, split_lines
 from codemods.node_index import BLOCK_FIELDS, CHILD_FIELDS, NodeIndex, index_when_asked
 

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from codemods.line_walk import spans_a_line
 from codemods.project.index import installed_diffusers
-from codemods.source import SourceFile, child_nodes, spans_a_line
+from codemods.source import SourceFile, child_nodes
 
 
 @pytest.fixture(scope="module")

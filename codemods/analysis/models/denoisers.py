@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from codemods.analysis.models.hot_paths import Function, HotPaths, hot_paths
 from codemods.analysis.values.types import Types, attribute_types, registered_components
+from codemods.line_walk import spans_a_line
 from codemods.node_index import in_walk_order, names_within, nodes_within, parent_of
-from codemods.source import Ancestors, SourceFile, spans_a_line
+from codemods.source import Ancestors, SourceFile
 
 PIPELINE_TEXT = "register_modules("
 _CALL = re.compile(r"\w\(")

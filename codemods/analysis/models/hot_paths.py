@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 
 from codemods.analysis.models.cold_branches import OTHER_BACKENDS, in_cold_branch
 from codemods.analysis.models.loop_arguments import is_scheduler_step
+from codemods.line_walk import spans_a_line
 from codemods.node_index import nodes_within, parent_of
-from codemods.source import Ancestors, SourceFile, child_nodes, dotted_name, spans_a_line
+from codemods.source import Ancestors, SourceFile, child_nodes, dotted_name
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 # What a hot scope that is no function may be: a denoising loop (`hot_scope` answers one per step).

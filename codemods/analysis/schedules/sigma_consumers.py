@@ -15,9 +15,10 @@ from codemods.analysis.placement.class_places import ClassPlaces
 from codemods.analysis.schedules.delegated_calls import delegated_call_blocker
 from codemods.analysis.schedules.sigma_flow import DelegatedCall, SigmaFlow, SigmaFlowAnalysis, SigmaUse, Taint
 from codemods.analysis.values.types import attribute_types
+from codemods.line_walk import spans_a_line
 from codemods.node_index import nodes_within
 from codemods.project.index import ProjectIndex
-from codemods.source import SourceFile, dotted_name, spans_a_line
+from codemods.source import SourceFile, dotted_name
 
 CONSUMER_TEXT = "scheduler.sigmas"
 CONSUMER_PATTERN = re.compile(re.escape(CONSUMER_TEXT))

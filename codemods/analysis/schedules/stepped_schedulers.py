@@ -20,8 +20,9 @@ from codemods.analysis.placement.module_calls import module_calls
 from codemods.analysis.placement.place import Place
 from codemods.analysis.schedules.schedule_calls import schedule_call
 from codemods.analysis.values.types import Types, attribute_types
+from codemods.line_walk import spans_a_line
 from codemods.node_index import method_calls_within, names_within, nodes_within
-from codemods.source import SourceFile, dotted_name, spans_a_line
+from codemods.source import SourceFile, dotted_name
 
 STEP_CALL = re.compile(r"scheduler\.step\(")  # no leading \b: a literal prefix searches fast
 _DEEPCOPY = ("copy.deepcopy", "deepcopy")
