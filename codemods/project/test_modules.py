@@ -66,7 +66,7 @@ def tests_dir_of(package: Path) -> Path | None:
 
 def read_test_module(text: str) -> TestModule | None:
     """What the module says, or None when it does not parse (such a module holds no test anyone counts)."""
-    tree = _parse(text)
+    tree = parse_module(text)
     if tree is None:
         return None
     walked = walk_module(tree)
@@ -178,7 +178,8 @@ def _model_class(cls: ast.ClassDef, methods: dict[ast.FunctionDef, MethodReading
     return None
 
 
-def _parse(text: str) -> ast.Module | None:
+def parse_module(text: str) -> ast.Module | None:
+    """The module's tree, or None when it does not parse (a test module no one can count tests in)."""
     try:
         return ast.parse(text)
     except (SyntaxError, ValueError):

@@ -29,7 +29,7 @@ from bot.verify.checkout.own_tests import DEFAULT_BUDGET_S, ENVIRONMENT, OwnTest
 from bot.verify.running.recompile_limit import LIMIT_HIT, probe_limit, with_recompile_limit
 from bot.verify.running.runner import inherited_environment
 from codemods.project.gated_tests import CheckoutGates
-from codemods.project.test_modules import CheckoutTestModules
+from codemods.project.test_modules import CheckoutTestModules, parse_module
 
 if TYPE_CHECKING:
     from bot.verify.planning.changes import ChangeSet
@@ -154,7 +154,7 @@ def carry_recompile_limits(
 
 
 def _class_names(text: str) -> dict[str, set[str]]:
-    tree = _parse_text(text)
+    tree = parse_module(text)
     names: dict[str, set[str]] = {}
     for cls in (n for n in getattr(tree, "body", []) if isinstance(n, ast.ClassDef)):
         names[cls.name] = {
@@ -166,10 +166,3 @@ def _class_names(text: str) -> dict[str, set[str]]:
             if isinstance(statement, (ast.Assign, ast.AnnAssign)) and isinstance(target, ast.Name)
         }
     return names
-
-
-def _parse_text(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
