@@ -211,7 +211,7 @@ def test_ctrl_c_during_the_commit_finishes_it_and_says_every_file_was_written(
         replace(source, target)
         renames.append(target)
         if len(renames) == 2:
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
 
     monkeypatch.setattr(codemods.engine.tree_write.os, "replace", replace_then_ctrl_c)
     with pytest.raises(RunInterrupted) as interrupted:

@@ -50,14 +50,17 @@ def test_one_file_changed_on_disk_means_no_file_is_written(files: list[Path]) ->
 
 
 def _replace_then_interrupt_at(monkeypatch: pytest.MonkeyPatch, call: int) -> None:
-    """The commit's `call`-th rename sends this process a real SIGINT, as Ctrl-C would at that instant."""
+    """The commit's `call`-th rename sends this process a real SIGINT, as Ctrl-C would at that instant.
+
+    Sent to this thread (`raise_signal`): `kill()` lets the kernel hand it to any thread not blocking it (pytest-xdist
+    has its own), whose handler then ran, on loaded cores, after the write had already ended."""
     replace, calls = os.replace, []
 
     def replace_then_signal(source: str, target: str) -> None:
         replace(source, target)
         calls.append(target)
         if len(calls) == call:
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
 
     monkeypatch.setattr(codemods.engine.tree_write.os, "replace", replace_then_signal)
 
@@ -81,7 +84,7 @@ def test_ctrl_c_while_staging_writes_nothing_and_removes_the_staged_copies(
         chmod(path, mode)
         calls.append(path)
         if len(calls) == 3:
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
 
     monkeypatch.setattr(codemods.engine.tree_write.os, "chmod", chmod_then_signal)
     write = TreeWrite(_planned(files))
