@@ -1,6 +1,6 @@
 """The options more than one command declares, each declared once here as typer reads them (`codemod
 bot`'s commands share most; `codemod verify` and `codemod run` share `Select`, `Compile`, `Python`,
-`TorchIndex`). typer takes no default inside `Annotated`: the shared defaults are named here too."""
+`TorchIndex`, `NoCache`). typer takes no default inside `Annotated`: the shared defaults are named here too."""
 
 from __future__ import annotations
 
@@ -70,6 +70,7 @@ TorchIndex = Annotated[
 Login = Annotated[
     str | None, typer.Option("--login", metavar="LOGIN", help="The bot's GitHub login (default: the token's user).")
 ]
+NoCache = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the scan cache.")]
 NoDashboard = Annotated[bool, typer.Option("--no-dashboard", help="Neither read nor write the dashboard issue.")]
 Census = Annotated[
     Path | None,

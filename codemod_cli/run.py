@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from codemod_cli.options import Select
+from codemod_cli.options import NoCache, Select
 from codemods.errors import RunInterrupted, UsageError
 
 # The one prefix of every error line, whether the run stopped (exit 2) or one file could not be handled.
@@ -44,7 +44,7 @@ def run(
     ignore: Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule codes or prefixes to leave out.")] = None,
     output_format: Annotated[OutputFormat, typer.Option("--format", help="text, json, sarif or github.")] = OutputFormat.text,
     jobs: Annotated[int, typer.Option(min=0, metavar="N", help="Worker processes (0: one per core).")] = 0,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the scan cache.")] = False,
+    no_cache: NoCache = False,
     opt_in: Annotated[
         list[str] | None,
         typer.Option(

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from codemod_cli.extras import require_extras
-from codemod_cli.options import Compile, Select
+from codemod_cli.options import Compile, NoCache, Select
 from codemod_cli.options import Python as PythonOption
 from codemod_cli.options import TorchIndex as TorchIndexOption
 from codemod_cli.run import rule_codes
@@ -76,6 +76,7 @@ def verify(
     repo_checks: Annotated[
         bool, typer.Option("--repo-checks/--no-repo-checks", help="Also run the checkout's Makefile and CI checks.")
     ] = True,
+    no_cache: NoCache = False,
 ) -> None:
     """Rewrite a copy of SRC, run each change's target on both trees, and report copies, syncs and parity."""
     _require_diffusers_root(src)  # before anything slow: a subpackage would run for minutes, then fail
@@ -92,6 +93,7 @@ def verify(
         require_cuda,
     )
     from bot.verify.checkout.own_tests import DEFAULT_BUDGET_S
+    from codemods.engine.cache import cache_directory
 
     def say(message: str) -> None:
         print(f"verify: {message}", file=sys.stderr, flush=True)
@@ -130,6 +132,8 @@ def verify(
             tests_budget_s=DEFAULT_BUDGET_S if tests_budget is None else tests_budget,
             scale=scale.value,
             repo_checks=repo_checks,
+            # Where `codemod run` keeps its scans: the next verification of this tree reuses this one's.
+            cache_dir=None if no_cache else cache_directory((src,)),
         )
     except EnvironmentFailed as error:
         raise UsageError(str(error)) from None

@@ -137,7 +137,7 @@ def test_test_classes_that_configure_a_class_become_targets(tmp_path: Path) -> N
 
 
 @pytest.fixture(scope="module")
-def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[VerifyReport, Counter[str]]:
+def verified(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> tuple[VerifyReport, Counter[str]]:
     """A verify run over the checkout, and how many times it parsed each of the checkout's test modules."""
     src = _checkout(tmp_path_factory.mktemp("checkout"))
     modules = {path.read_text(): path.name for path in (src.parent.parent / "tests").rglob("test_*.py")}
@@ -151,7 +151,8 @@ def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[VerifyReport, Co
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ast, "parse", counting_parse)
-        report = verify(src, select=("DIF003", "DIF004"), paths=(src / LATTE, src / SUPER_RESOLUTION))
+        paths = (src / LATTE, src / SUPER_RESOLUTION)
+        report = verify(src, select=("DIF003", "DIF004"), paths=paths, cache_dir=scan_cache)
     return report, parses
 
 

@@ -12,15 +12,19 @@ import pytest
 import torch
 from main_like import write_checkout
 from test_html_report import parse
+from typer.testing import CliRunner
 
 from bot.verify.reporting.census_summary import measured
+from codemod_cli.app import app
 from codemods.project.index import installed_diffusers
 
 NUCLEUS = "models/transformers/transformer_nucleusmoe_image.py"
 
 
 @pytest.fixture(scope="module")
-def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, dict, str]:
+def verified(
+    tmp_path_factory: pytest.TempPathFactory, scan_cache: Path
+) -> tuple[subprocess.CompletedProcess, dict, str]:
     out = tmp_path_factory.mktemp("cli-verify")
     command = [sys.executable, "-m", "codemod_cli", "verify", str(installed_diffusers()), "--select", "DIF001"]
     command += [
@@ -31,10 +35,15 @@ def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Compl
         "--html",
         str(out / "census.html"),
     ]
-    environment = {**os.environ, "OMP_NUM_THREADS": "1"}
+    environment = _cached(scan_cache)
     completed = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=out, env=environment)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return completed, json.loads((out / "report.json").read_text()), (out / "report.md").read_text()
+
+
+def _cached(scan_cache: Path) -> dict[str, str]:
+    """The environment of a `codemod verify` whose rewrite reuses the scans other verifications made."""
+    return {**os.environ, "OMP_NUM_THREADS": "1", "CODEMOD_CACHE_DIR": str(scan_cache)}
 
 
 def _line_of(text: str) -> int:
@@ -129,12 +138,12 @@ def test_the_html_page_shows_each_measured_target_as_the_json_report_does(verifi
         )
 
 
-def test_a_checkout_with_nothing_to_verify_builds_no_environment_and_says_why(tmp_path: Path) -> None:
+def test_a_checkout_with_nothing_to_verify_builds_no_environment_and_says_why(tmp_path: Path, scan_cache: Path) -> None:
     checkout = write_checkout(tmp_path / "checkout")
     src = checkout / "src" / "diffusers"
     command = [sys.executable, "-m", "codemod_cli", "verify", str(src), "--select", "DIF001"]
     command += ["--path", "models/transformers/transformer_qwenimage.py"]
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "CODEMOD_ENV_CACHE": str(tmp_path / "envs")}
+    environment = {**_cached(scan_cache), "CODEMOD_ENV_CACHE": str(tmp_path / "envs")}
     completed = subprocess.run(command, capture_output=True, text=True, timeout=300, env=environment)
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert "Nothing to verify: no DIF001 finding in the selected files." in completed.stdout
@@ -142,14 +151,45 @@ def test_a_checkout_with_nothing_to_verify_builds_no_environment_and_says_why(tm
     assert not (tmp_path / "envs").exists()
 
 
-def test_an_unreachable_torch_index_exits_2_in_one_line_once_there_is_a_change_to_verify(tmp_path: Path) -> None:
+def test_an_unreachable_torch_index_exits_2_in_one_line_once_there_is_a_change_to_verify(
+    tmp_path: Path, scan_cache: Path
+) -> None:
     checkout = write_checkout(tmp_path / "checkout")
     command = [sys.executable, "-m", "codemod_cli", "verify", str(checkout / "src" / "diffusers"), "--select", "DIF001"]
     command += ["--path", NUCLEUS, "--torch-index", "http://127.0.0.1:9/whl/cu128"]
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "CODEMOD_ENV_CACHE": str(tmp_path / "envs")}
+    environment = {**_cached(scan_cache), "CODEMOD_ENV_CACHE": str(tmp_path / "envs")}
     completed = subprocess.run(command, capture_output=True, text=True, timeout=300, env=environment)
     assert completed.returncode == 2
     assert completed.stderr.splitlines()[-1] == (
         f"codemod: error: cannot build the environment of {checkout}: --torch-index "
         "http://127.0.0.1:9/whl/cu128/torch/: [Errno 111] Connection refused"
     )
+
+
+@pytest.mark.parametrize(("flag", "reused"), [([], True), (["--no-cache"], False)])
+def test_verify_reuses_the_scans_codemod_run_keeps_unless_told_not_to(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flag: list[str], reused: bool
+) -> None:
+    given: list[Path | None] = []
+
+    class Report:
+        seconds = 0.0
+
+        def to_markdown(self, reproduce: str) -> str:
+            return reproduce
+
+        def counts(self) -> str:
+            return "nothing"
+
+        def exit_code(self) -> int:
+            return 0
+
+    def fake_verify(src: Path, **options: object) -> Report:
+        given.append(options["cache_dir"])
+        return Report()
+
+    monkeypatch.setattr("bot.verify.verify", fake_verify)
+    monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
+    done = CliRunner().invoke(app, ["verify", str(installed_diffusers()), "--select", "DIF001", *flag])
+    assert done.exit_code == 0, done.output
+    assert given == [tmp_path / "cache" if reused else None]

@@ -7,6 +7,8 @@ transformer calls of a step build a Transformer2DModelOutput before the rewrite 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bot.verify import verify
@@ -23,9 +25,10 @@ MODULES = (
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> VerifyReport:
+def report(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> VerifyReport:
     paths = tuple(KANDINSKY5 / module for module in MODULES)
-    return verify(installed_diffusers(), select=("DIF004",), paths=paths, work_dir=tmp_path_factory.mktemp("k5"))
+    work_dir = tmp_path_factory.mktemp("k5")
+    return verify(installed_diffusers(), select=("DIF004",), paths=paths, work_dir=work_dir, cache_dir=scan_cache)
 
 
 @pytest.mark.parametrize(

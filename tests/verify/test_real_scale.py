@@ -224,13 +224,13 @@ def test_gpu_scale_sh_stops_with_exit_2_on_a_machine_without_cuda() -> None:
     assert (done.returncode, "gpu_scale: no CUDA device" in done.stderr) == (2, True)
 
 
-def test_both_trees_run_the_case_in_their_own_workers_and_the_rewrites_ran(tmp_path: Path) -> None:
+def test_both_trees_run_the_case_in_their_own_workers_and_the_rewrites_ran(tmp_path: Path, scan_cache: Path) -> None:
     from bot.verify.planning.changes import rewrite_copy
     from bot.verify.real_scale.run import run_real_scale
 
     nucleus = "models/transformers/transformer_nucleusmoe_image.py"
     src = installed_diffusers()
-    changes = rewrite_copy(src, tmp_path / "trees", select=("DIF001",), paths=(src / nucleus,))
+    changes = rewrite_copy(src, tmp_path / "trees", select=("DIF001",), paths=(src / nucleus,), cache_dir=scan_cache)
     section = run_real_scale(changes, ["NucleusMoEImageTransformer2DModel"], "cpu", tmp_path / "runs", REDUCED)
     case = section["cases"][0]
     assert (section["measured"], case["errors"], case["rewrites_run"] == case["rewrites"][1:]) == (False, {}, True)

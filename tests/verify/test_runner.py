@@ -49,11 +49,12 @@ def test_on_the_cpu_there_is_no_census_but_outputs_are_kept(tmp_path: Path) -> N
     assert Path(rope["outputs_file"]).is_file()
 
 
-def test_compile_checks_see_what_dif004_and_dif003_change(tmp_path: Path) -> None:
+def test_compile_checks_see_what_dif004_and_dif003_change(tmp_path: Path, scan_cache: Path) -> None:
     # The eager backend keeps this quick: graph breaks are dynamo's to find, whatever compiles the graph.
     files = ("pipelines/ddpm/pipeline_ddpm.py", "models/transformers/pixart_transformer_2d.py")
     src = installed_diffusers()
-    changes = rewrite_copy(src, tmp_path, select=("DIF003", "DIF004"), paths=tuple(src / f for f in files))
+    paths = tuple(src / f for f in files)
+    changes = rewrite_copy(src, tmp_path, select=("DIF003", "DIF004"), paths=paths, cache_dir=scan_cache)
     assert changes.changed_files == sorted(files)
     checks = {"DDPMPipeline": ["fullgraph"], "PixArtTransformer2DModel": ["repeated_blocks"]}
     sides = {}

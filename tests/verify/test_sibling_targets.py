@@ -120,9 +120,9 @@ def test_every_sibling_names_a_test_class_and_the_pipeline_it_configures() -> No
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> VerifyReport:
+def report(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> VerifyReport:
     src = _checkout(tmp_path_factory.mktemp("checkout"))
-    return verify(src, select=("DIF004", "DIF005"), paths=(src / AUDIO_TO_AUDIO,))
+    return verify(src, select=("DIF004", "DIF005"), paths=(src / AUDIO_TO_AUDIO,), cache_dir=scan_cache)
 
 
 def test_the_audio_to_audio_variant_is_verified_with_the_borrowed_configuration(report: VerifyReport) -> None:

@@ -10,6 +10,7 @@ per-step sync with bit-identical outputs.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -23,14 +24,16 @@ FORM_0_25 = '        self.sigmas = sigmas\n        self.sigmas.to("cpu")  # to a
 
 
 @pytest.fixture(scope="module")
-def euler_0_25_form(tmp_path_factory: pytest.TempPathFactory) -> VerifyReport:
+def euler_0_25_form(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> VerifyReport:
     package = tmp_path_factory.mktemp("euler-0.25-form") / "diffusers"
     shutil.copytree(installed_diffusers(), package, ignore=shutil.ignore_patterns("__pycache__"))
     scheduler = package / EULER
     text = scheduler.read_text()
     assert text.count(KEPT_ON_CPU) == 1
     scheduler.write_text(text.replace(KEPT_ON_CPU, FORM_0_25))
-    return verify(package, select=("DIF002",), paths=(scheduler,), own_tests=False, repo_checks=False)
+    return verify(
+        package, select=("DIF002",), paths=(scheduler,), own_tests=False, repo_checks=False, cache_dir=scan_cache
+    )
 
 
 @pytest.mark.parametrize("name", ["EulerDiscreteScheduler", "EulerDiscreteScheduler as latent upscale drives it"])

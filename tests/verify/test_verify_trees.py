@@ -21,6 +21,7 @@ from codemods.rules import all_rules
 from tools.fixture_cases import find_case
 
 QWEN = "models/transformers/transformer_qwenimage.py"
+LUMINA2 = "models/transformers/transformer_lumina2.py"
 QWEN_BEFORE_13406 = find_case("DIF001/qwenimage_rope_pr13406").input_files()[f"diffusers/{QWEN}"]
 
 
@@ -35,14 +36,15 @@ def _target(report: VerifyReport, name: str) -> TargetResult:
 
 
 @pytest.fixture(scope="module")
-def qwen_before_13406(tmp_path_factory: pytest.TempPathFactory) -> VerifyReport:
+def dif001(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> VerifyReport:
+    """QwenImage as before #13406 and Lumina2 as installed, verified together: one rewrite, one worker per tree."""
     package = _copy_installed(tmp_path_factory.mktemp("qwen-before-13406"))
     (package / QWEN).write_text(QWEN_BEFORE_13406)
-    return verify(package, select=("DIF001",), paths=(package / QWEN,))
+    return verify(package, select=("DIF001",), paths=(package / QWEN, package / LUMINA2), cache_dir=scan_cache)
 
 
-def test_qwenimage_rope_copy_per_forward_goes_away_with_bit_identical_outputs(qwen_before_13406: VerifyReport) -> None:
-    result = _target(qwen_before_13406, "QwenImageTransformer2DModel")
+def test_qwenimage_rope_copy_per_forward_goes_away_with_bit_identical_outputs(dif001: VerifyReport) -> None:
+    result = _target(dif001, "QwenImageTransformer2DModel")
     assert (result.verdict, result.rules, result.unit) == ("verified", ["DIF001"], "forward")
     assert result.before["h2d"] >= 1
     assert result.after["h2d"] == result.before["h2d"] - 1
@@ -53,32 +55,38 @@ def test_qwenimage_rope_copy_per_forward_goes_away_with_bit_identical_outputs(qw
     assert (result.parity["exact"], result.parity["max_abs_diff"], result.parity["tolerance"]) == (True, 0.0, 0.0)
 
 
-def test_qwenimage_layered_rope_is_verified_too(qwen_before_13406: VerifyReport) -> None:
-    result = _target(qwen_before_13406, "QwenImageTransformer2DModel[layer3d_rope]")
+def test_qwenimage_layered_rope_is_verified_too(dif001: VerifyReport) -> None:
+    result = _target(dif001, "QwenImageTransformer2DModel[layer3d_rope]")
     assert result.verdict == "verified"
     assert [change["before"] for change in result.site_changes] == [{"h2d": 1}]
     assert result.parity["exact"]
 
 
-def test_every_qwenimage_rewrite_is_credited_to_a_target(qwen_before_13406: VerifyReport) -> None:
-    assert qwen_before_13406.changed_files == [QWEN]
-    assert [t.verdict for t in qwen_before_13406.targets if t.verdict != "verified"] == []
-    assert qwen_before_13406.exit_code() == 0
+def test_every_qwenimage_and_lumina2_rewrite_is_credited_to_a_target(dif001: VerifyReport) -> None:
+    assert dif001.changed_files == [LUMINA2, QWEN]
+    assert [t.verdict for t in dif001.targets if t.verdict != "verified"] == []
+    assert dif001.exit_code() == 0
 
 
-@pytest.mark.parametrize(
-    ("module", "pipeline_class"),
-    [
-        ("pipeline_stable_diffusion.py", "StableDiffusionPipeline"),
-        ("pipeline_stable_diffusion_upscale.py", "StableDiffusionUpscalePipeline"),
-    ],
-)
+STABLE_DIFFUSION = {
+    "pipeline_stable_diffusion.py": "StableDiffusionPipeline",
+    "pipeline_stable_diffusion_upscale.py": "StableDiffusionUpscalePipeline",
+}
+
+
+@pytest.fixture(scope="module")
+def dif005(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> VerifyReport:
+    """Both Stable Diffusion pipelines verified together: one rewrite, one worker per tree runs both targets."""
+    pipelines = tuple(installed_diffusers() / "pipelines" / "stable_diffusion" / module for module in STABLE_DIFFUSION)
+    work_dir = tmp_path_factory.mktemp("dif005")
+    return verify(installed_diffusers(), select=("DIF005",), paths=pipelines, work_dir=work_dir, cache_dir=scan_cache)
+
+
+@pytest.mark.parametrize("pipeline_class", list(STABLE_DIFFUSION.values()))
 def test_dif005_removes_the_first_step_index_lookup_in_stable_diffusion(
-    tmp_path: Path, module: str, pipeline_class: str
+    dif005: VerifyReport, pipeline_class: str
 ) -> None:
-    pipeline = installed_diffusers() / "pipelines" / "stable_diffusion" / module
-    report = verify(installed_diffusers(), select=("DIF005",), paths=(pipeline,), work_dir=tmp_path)
-    result = _target(report, pipeline_class)
+    result = _target(dif005, pipeline_class)
     assert (result.verdict, result.rules, result.unit) == ("verified", ["DIF005"], "step")
     # nonzero() and item() in index_for_timestep, once per call of 3 steps.
     assert (result.before["sync"], result.after["sync"]) == (round(2 / 3, 4), 0.0)
@@ -86,8 +94,9 @@ def test_dif005_removes_the_first_step_index_lookup_in_stable_diffusion(
 
 
 @pytest.mark.skipif("DIF002" not in {rule.code for rule in all_rules()}, reason="DIF002 is not in codemods/rules yet")
-def test_dif002_keeps_a_scheduler_step_free_of_copies_and_syncs() -> None:
-    report = verify(installed_diffusers(), select=("DIF002",), paths=(installed_diffusers() / "schedulers",))
+def test_dif002_keeps_a_scheduler_step_free_of_copies_and_syncs(scan_cache: Path) -> None:
+    schedulers = (installed_diffusers() / "schedulers",)
+    report = verify(installed_diffusers(), select=("DIF002",), paths=schedulers, cache_dir=scan_cache)
     if not report.changed_files:
         pytest.skip(f"DIF002 rewrites no scheduler of diffusers 0.42.1 yet (engine errors: {report.errors})")
     schedulers = [t for t in report.targets if t.kind == "scheduler"]
@@ -100,29 +109,39 @@ def test_dif002_keeps_a_scheduler_step_free_of_copies_and_syncs() -> None:
         assert result.parity["exact"]
 
 
+OUTSIDE_PIPELINES_AND_MODELS = ("experimental/rl/value_guided_sampling.py", "training_utils.py")
+
+
+@pytest.fixture(scope="module")
+def dif004(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> VerifyReport:
+    """The RL pipeline and the training helper verified together: one rewrite, one worker per tree."""
+    paths = tuple(installed_diffusers() / module for module in OUTSIDE_PIPELINES_AND_MODELS)
+    work_dir = tmp_path_factory.mktemp("dif004")
+    return verify(installed_diffusers(), select=("DIF004",), paths=paths, work_dir=work_dir, cache_dir=scan_cache)
+
+
 @pytest.mark.parametrize(
-    ("module", "name", "unit", "outputs_before", "rewrites"),
+    ("name", "unit", "outputs_before", "rewrites"),
     [
         # Per step: the value function's and the UNet's output objects, and the scheduler's.
-        ("experimental/rl/value_guided_sampling.py", "ValueGuidedRLPipeline", "step", 3.0, 3),
+        ("ValueGuidedRLPipeline", "step", 3.0, 3),
         # A training helper: its one UNet prediction, found by the function's name.
-        ("training_utils.py", "compute_dream_and_update_latents", "forward", 1.0, 1),
+        ("compute_dream_and_update_latents", "forward", 1.0, 1),
     ],
 )
 def test_dif004_removes_the_output_objects_outside_pipelines_and_models(
-    tmp_path: Path, module: str, name: str, unit: str, outputs_before: float, rewrites: int
+    dif004: VerifyReport, name: str, unit: str, outputs_before: float, rewrites: int
 ) -> None:
-    report = verify(
-        installed_diffusers(), select=("DIF004",), paths=(installed_diffusers() / module,), work_dir=tmp_path
-    )
-    result = _target(report, name)
+    result = _target(dif004, name)
     assert (result.verdict, result.rules, result.unit) == ("verified", ["DIF004"], unit)
     assert (result.before["outputs"], result.after["outputs"]) == (outputs_before, 0.0)
     assert len(result.rewrites) == rewrites
     assert result.parity["exact"]
 
 
-def test_dif007_reads_the_query_length_instead_of_the_max_of_its_filled_tensor(tmp_path: Path) -> None:
+def test_dif007_reads_the_query_length_instead_of_the_max_of_its_filled_tensor(
+    tmp_path: Path, scan_cache: Path
+) -> None:
     # 0.42.1 with the varlen helper as main (58eb52c080) still has it: the max of the filled query lengths.
     package = _copy_installed(tmp_path / "tree")
     dispatch = package / "models/attention_dispatch.py"
@@ -133,21 +152,19 @@ def test_dif007_reads_the_query_length_instead_of_the_max_of_its_filled_tensor(t
     )
     assert dispatch.read_text().count(fixed_by_hand) == 1
     dispatch.write_text(dispatch.read_text().replace(fixed_by_hand, as_on_main))
-    report = verify(package, select=("DIF007",), paths=(dispatch,), work_dir=tmp_path / "work")
+    report = verify(package, select=("DIF007",), paths=(dispatch,), work_dir=tmp_path / "work", cache_dir=scan_cache)
     result = _target(report, "prepare_for_flash_attn_or_sage_varlen_with_mask")
     assert (result.verdict, result.unit, len(result.rewrites)) == ("verified", "forward", 1)
     assert (result.before["sync"], result.after["sync"]) == (2.0, 1.0)
     assert result.parity["exact"]
 
 
-def test_lumina2s_rope_tables_are_copied_once_per_device_not_every_forward(tmp_path: Path) -> None:
+def test_lumina2s_rope_tables_are_copied_once_per_device_not_every_forward(dif001: VerifyReport) -> None:
     # 0.42.1 as installed (main, 58eb52c080, has the same Lumina2RotaryPosEmbed): three tables, one per axis.
-    lumina2 = installed_diffusers() / "models/transformers/transformer_lumina2.py"
-    report = verify(installed_diffusers(), select=("DIF001",), paths=(lumina2,), work_dir=tmp_path)
-    result = _target(report, "Lumina2Transformer2DModel")
+    result = _target(dif001, "Lumina2Transformer2DModel")
     assert (result.verdict, result.rules, result.unit) == ("verified", ["DIF001"], "forward")
     assert (result.before["h2d"], result.after["h2d"]) == (3.0, 0.0)
     assert (result.before["sync"], result.after["sync"]) == (0.0, 0.0)
-    site = "models/transformers/transformer_lumina2.py:258"
+    site = f"{LUMINA2}:258"
     assert result.site_changes == [{"site": site, "after_site": None, "before": {"h2d": 3}, "after": {}}]
     assert (result.parity["exact"], result.parity["max_abs_diff"]) == (True, 0.0)
