@@ -17,6 +17,7 @@ from codemods.findings import NodeRef
 from codemods.line_walk import children_on_lines
 from codemods.lines import LineIndex, split_lines
 from codemods.node_index import BLOCK_FIELDS, CHILD_FIELDS, NodeIndex, index_when_asked
+from codemods.triggers import Trigger
 
 _SUPPRESSION = re.compile(r"#\s*codemod:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 
@@ -137,7 +138,9 @@ class SourceFile:
         """Every class of the module, nested ones too (found by walking statements only)."""
         return [s for s in statements(self.tree.body, into_scopes=True) if isinstance(s, ast.ClassDef)]
 
-    def lines_matching(self, pattern: re.Pattern[str], within: Iterable[tuple[int, int]] | None = None) -> list[int]:
+    def lines_matching(
+        self, pattern: re.Pattern[str] | Trigger, within: Iterable[tuple[int, int]] | None = None
+    ) -> list[int]:
         """1-based numbers of the lines where `pattern` occurs (the cheap first pass of a rule).
 
         `within`: (first, last) line ranges to search, e.g. the hot code; the rest is not even scanned.

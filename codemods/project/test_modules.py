@@ -30,6 +30,9 @@ from codemods.project.test_walk import MethodReading, walk_module
 TEST_WORDS = "test-words"
 TEST_MODULE = "test-module"
 _WORD = re.compile(r"\w+")
+# Each ASCII character that is not a word character (`\w`), to a space: an ASCII text's words are then what
+# `split` gives, in C (`_WORD.findall` takes about 2.5x as long).
+_NOT_WORD = str.maketrans(dict.fromkeys((chr(c) for c in range(128) if not chr(c).isalnum() and chr(c) != "_"), " "))
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,8 @@ def read_test_module(text: str) -> TestModule | None:
 
 def module_words(text: str) -> frozenset[str]:
     """Every word of the module's text: whether it names a class, as a text search would (no parse)."""
+    if text.isascii():
+        return frozenset(text.translate(_NOT_WORD).split())
     return frozenset(_WORD.findall(text))
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from codemods.findings import Cost, Edit, Finding, Fix, FixSafety, ImportRequest
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.source import SourceFile
+from codemods.triggers import Trigger
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -35,7 +36,7 @@ class Rule:
     # docstring's "Fix safety" section opens (a test holds them together).
     fix_safeties: ClassVar[tuple[FixSafety, ...]]
     # Lines matching this are the only places the rule looks at; a file with none is never parsed for it.
-    trigger: ClassVar[re.Pattern[str]]
+    trigger: ClassVar[re.Pattern[str] | Trigger]
     # Strings one of which every trigger match holds: the per-file gate tests these with `in` (fast,
     # in C) instead of searching with the trigger, whose alternations `re` cannot scan for quickly.
     trigger_text: ClassVar[tuple[str, ...]] = ()
@@ -48,7 +49,7 @@ class Rule:
     # Facts about a file that this rule's `resolve` needs to judge findings in *other* files (a
     # pipeline's use of its scheduler's sigmas, for a scheduler finding). Gathered while scanning,
     # in the worker and cached with the scan, only from files where this pattern occurs.
-    facts_trigger: ClassVar[re.Pattern[str] | None] = None
+    facts_trigger: ClassVar[re.Pattern[str] | Trigger | None] = None
     # Fixes offered only where the target asks for them (`[tool.codemod] opt-in = ["<code>-<name>"]`);
     # elsewhere those findings are reported without a fix. The rule's "Fix safety" says why.
     opt_ins: ClassVar[tuple[str, ...]] = ()

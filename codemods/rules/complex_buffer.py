@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 
 from codemods.findings import Finding
@@ -9,6 +8,7 @@ from codemods.node_index import nodes_within
 from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile, dotted_name, enclosing
+from codemods.triggers import Trigger
 
 _COMPLEX_DTYPES = {"complex64", "complex128", "complex32", "cfloat", "cdouble", "chalf"}
 _COMPLEX_MAKERS = {"polar", "view_as_complex", "complex"}
@@ -61,7 +61,7 @@ class ComplexBuffer(Rule):
     name = "complex-buffer"
     summary = "complex tensor registered as a buffer: `model.to(dtype)` drops its imaginary part"
     fix_safeties = ()
-    trigger = re.compile(r"register_buffer\(")
+    trigger = Trigger(r"register_buffer\(", "register_buffer(")
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):

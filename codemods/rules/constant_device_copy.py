@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 
 from codemods.analysis.models.attributes import lineage_attributes
@@ -19,6 +18,7 @@ from codemods.findings import Finding, FixSafety
 from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile, self_attribute, shortened
+from codemods.triggers import Trigger
 
 
 class ConstantDeviceCopy(DeviceGetterEdits, Rule):
@@ -121,7 +121,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     name = "constant-device-copy"
     summary = "a tensor (or a list of them) built once in `__init__` is copied to the device on every call; cache it per device"
     fix_safeties = (FixSafety.UNSAFE,)
-    trigger = re.compile(r"self\.\w+(?:\[[^\]]*\])?\.to\(|torch\.(?:tensor|Tensor|as_tensor)\(")
+    trigger = Trigger(r"self\.\w+(?:\[[^\]]*\])?\.to\(|torch\.(?:tensor|Tensor|as_tensor)\(", "self.", "torch.")
     trigger_text = (".to(", "torch.tensor(", "torch.Tensor(", "torch.as_tensor(")
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:

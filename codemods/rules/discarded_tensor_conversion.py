@@ -11,6 +11,7 @@ from codemods.findings import Finding
 from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile, dotted_name, enclosing, shortened
+from codemods.triggers import Trigger
 
 
 class DiscardedTensorConversion(Rule):
@@ -58,21 +59,16 @@ class DiscardedTensorConversion(Rule):
     name = "discarded-tensor-conversion"
     summary = "a tensor's `.to()`/`.cpu()`/`.float()` result is thrown away: the line does nothing"
     fix_safeties = ()
-    trigger = re.compile(
-        r"^[ \t]*[\w.\[\]\"']+\.(?:to|cpu|cuda|float|double|half|bfloat16|int|long|bool)\(", re.MULTILINE
+    trigger = Trigger(
+        r"^[ \t]*[\w.\[\]\"']+\.(?:to|cpu|cuda|float|double|half|bfloat16|int|long|bool)\(",
+        *(
+            f".{method}("
+            for method in ("to", "cpu", "cuda", "float", "double", "half", "bfloat16", "int", "long", "bool")
+        ),
+        flags=re.MULTILINE,
+        line_start=True,
     )
-    trigger_text = (
-        ".to(",
-        ".cpu(",
-        ".cuda(",
-        ".float(",
-        ".double(",
-        ".half(",
-        ".bfloat16(",
-        ".int(",
-        ".long(",
-        ".bool(",
-    )
+    trigger_text = trigger.literals
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):

@@ -108,8 +108,11 @@ class HostSyncInHotPath(Rule):
     name = "host-sync-in-hot-path"
     summary = "host waits for the device (`.item()`, `if t < x`, `nonzero`...) in a denoising loop or forward"
     fix_safeties = (FixSafety.SAFE,)
+    # Each alternative opens with a literal (a word's leading `\b` is the lookbehind after it), so `re` tries the
+    # regex only where one of their first characters is; a `\b` first would make it try every offset.
     trigger = re.compile(
-        r"\.(?:item|tolist|numpy|cpu|nonzero|unique)\(|\bif\b|\bwhile\b|\bassert\b|\b(?:int|float|bool|min|max)\("
+        r"\.(?:item|tolist|numpy|cpu|nonzero|unique)\(|if\b(?<!\wif)|while\b(?<!\wwhile)|assert\b(?<!\wassert)"
+        r"|int\((?<!\wint\()|float\((?<!\wfloat\()|bool\((?<!\wbool\()|min\((?<!\wmin\()|max\((?<!\wmax\()"
         r"|torch\.(?:nonzero|argwhere|unique|masked_select|equal|allclose|where)\(|\.to\([^)]*cpu|mask\w*\s*\]"
         r"|:\s*[A-Za-z_][\w.]*\s*[\],]"
     )

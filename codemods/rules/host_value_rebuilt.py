@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -38,6 +37,7 @@ from codemods.lazy import libcst as cst
 from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import Ancestors, SourceFile, dotted_name, shortened
+from codemods.triggers import Trigger
 
 if TYPE_CHECKING:
     import libcst
@@ -110,9 +110,11 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
     name = "host-value-rebuilt"
     summary = "tensor rebuilt from host values and copied to the device every step/call"
     fix_safeties = (FixSafety.SAFE, FixSafety.UNSAFE)
-    trigger = re.compile(
+    trigger = Trigger(
         r"torch\.(?:tensor|as_tensor|Tensor|FloatTensor|LongTensor|IntTensor|BoolTensor|arange"
-        r"|linspace|logspace|ones|zeros|full|eye|empty)\(|\.to\("
+        r"|linspace|logspace|ones|zeros|full|eye|empty)\(|\.to\(",
+        "torch.",
+        ".to(",
     )
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -14,6 +13,7 @@ from codemods.project.gated_tests import tests_turned_on
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile
+from codemods.triggers import Trigger
 
 TURNED_ON_TESTS = "turned-on-tests"
 
@@ -107,9 +107,9 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
     fix_safeties = (FixSafety.SAFE,)
     # Fix a model even where the checkout has tests the attribute turns on (`codemod verify` and the bot run them).
     opt_ins = (TURNED_ON_TESTS,)
-    trigger = re.compile(r"ModuleList\(")
+    trigger = Trigger(r"ModuleList\(", "ModuleList(")
     # Pipelines (what runs per step) and the graph of what models build, for findings in other files.
-    facts_trigger = re.compile(r"ModuleList\(|register_modules\(")
+    facts_trigger = Trigger(r"ModuleList\(|register_modules\(", "ModuleList(", "register_modules(")
 
     def collect_facts(self, source: SourceFile) -> ModuleGraph:
         return module_graph(source)

@@ -8,6 +8,7 @@ SD3 turns on two tests that fail at `recompile_limit=1`). PixArt's tests do not 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,8 @@ from installed_trees import copy_installed_diffusers
 
 from codemods.engine.entry import Mode, RunOptions, RunResult, run
 from codemods.project.gated_tests import CheckoutGates
-from codemods.project.index import uncached
-from codemods.project.test_modules import TEST_MODULE, CheckoutTestModules
+from codemods.project.index import installed_diffusers, uncached
+from codemods.project.test_modules import TEST_MODULE, CheckoutTestModules, module_words
 
 COMPILE_MIXIN = """\
 import pytest
@@ -193,3 +194,12 @@ def test_a_module_naming_the_model_but_no_holder_of_a_gated_test_is_not_read(tmp
     gates, read = _recording_gates(tmp_path)
     assert gates.turned_on("PixArtTransformer2DModel", {"_repeated_blocks"}) == []
     assert "tests/models/transformers/test_models_transformer_pixart.py" not in read
+
+
+def test_a_modules_words_are_what_a_word_regex_finds() -> None:
+    """An ASCII text's words are split in C (every other character a space): `\\w+`'s, as in any text (every ASCII
+    character, a quarter of diffusers)."""
+    texts = [path.read_text(encoding="utf-8") for path in sorted(installed_diffusers().rglob("*.py"))[::4]]
+    texts += ["".join(map(chr, range(128))) + " a_1 b2", "caf\u00e9 na\u00efve_x \u00b2 \u0661\u0662"]
+    for text in texts:
+        assert module_words(text) == frozenset(re.findall(r"\w+", text))

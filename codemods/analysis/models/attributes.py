@@ -10,13 +10,13 @@ anyone: a per-call `.to(device)` of it copies host-to-device on every call.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from codemods.analysis.values.enclosing import module_functions
 from codemods.source import SourceFile, dotted_name, self_attribute, statements, walk
+from codemods.triggers import Trigger
 
 # torch.* calls that do not return a tensor.
 _NOT_TENSORS = {"device", "dtype", "Generator", "finfo", "iinfo", "Size", "get_default_dtype", "is_tensor", "no_grad"}
@@ -27,7 +27,7 @@ _MAX_HELPER_DEPTH = 4
 _MODULE_ROOTS = {"Module", "ModelMixin"}
 
 # Text every registration or in-place op call holds (see `class_attributes`).
-_CALL_HINT = re.compile(r"register_|add_module|setattr|_\(")
+_CALL_HINT = Trigger(r"register_|add_module|setattr|_\(", "register_", "add_module", "setattr", "_(")
 
 
 @dataclass(frozen=True)

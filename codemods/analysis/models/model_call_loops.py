@@ -10,7 +10,6 @@ device=device)` built from host values and copied to the device on every pass. S
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -18,9 +17,10 @@ from codemods.analysis.models.denoisers import PIPELINE_TEXT, called_per_step, c
 from codemods.analysis.models.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.values.types import registered_components
 from codemods.source import SourceFile, dotted_name
+from codemods.triggers import Trigger
 
 _FROM_DATA = {"tensor", "as_tensor"}
-_CANDIDATE = re.compile(r"torch\.(?:tensor|as_tensor)\(\s*[\[(]")
+_CANDIDATE = Trigger(r"torch\.(?:tensor|as_tensor)\(\s*[\[(]", "torch.tensor(", "torch.as_tensor(")
 _SCOPES = (*STEP_LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 

@@ -19,9 +19,10 @@ from codemods.line_walk import spans_a_line
 from codemods.node_index import nodes_within
 from codemods.project.index import ProjectIndex
 from codemods.source import SourceFile, dotted_name
+from codemods.triggers import Trigger
 
 CONSUMER_TEXT = "scheduler.sigmas"
-CONSUMER_PATTERN = re.compile(re.escape(CONSUMER_TEXT))
+CONSUMER_PATTERN = Trigger(re.escape(CONSUMER_TEXT), CONSUMER_TEXT)
 
 
 def _scheduler_sigmas(node: ast.expr) -> Taint | None:

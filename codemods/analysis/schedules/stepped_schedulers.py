@@ -10,7 +10,6 @@ is not followed.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -23,8 +22,9 @@ from codemods.analysis.values.types import Types, attribute_types
 from codemods.line_walk import spans_a_line
 from codemods.node_index import method_calls_within, names_within, nodes_within
 from codemods.source import SourceFile, dotted_name
+from codemods.triggers import Trigger
 
-STEP_CALL = re.compile(r"scheduler\.step\(")  # no leading \b: a literal prefix searches fast
+STEP_CALL = Trigger(r"scheduler\.step\(", "scheduler.step(")
 _DEEPCOPY = ("copy.deepcopy", "deepcopy")
 
 

@@ -1,0 +1,75 @@
+"""Trigger regexes found fast: a regex with the literal text where its matches begin.
+
+`re` scans quickly only for a regex that opens with one literal string; an alternation opening
+with several (`self\\.x|torch\\.tensor\\(`), a `\\b` or a `^` makes it try the whole regex at every
+offset of the text. A `Trigger` finds where its matches can begin with `str.find` (in C) and tries
+its regex there only. It answers as the regex's own `finditer` and `search`: the same matches.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from itertools import groupby
+
+_SHARED_OPENING = 3  # literals opening with one character, from which one regex pass finds them faster
+_WINDOW = 8192  # characters of text (then to the end of the line) whose literals are found at once
+
+
+class Trigger:
+    """`pattern`, each of whose matches begins with one of `literals` or, with `line_start`, begins a line
+    (after a `\\n`) and holds one of them on it. A match then begins at a literal (or at the start of its
+    line): those are the only offsets tried. A wrong literal would lose matches; tests hold these to the
+    regex alone over the installed diffusers."""
+
+    def __init__(self, pattern: str, *literals: str, flags: int = 0, line_start: bool = False) -> None:
+        if not literals or not all(literals):
+            raise ValueError("a trigger needs literals, none empty")
+        self.pattern = re.compile(pattern, flags)
+        self.literals = literals
+        self.line_start = line_start
+        self._longest = max(map(len, literals))
+        # `str.find` scans for a literal in C, a pass per literal. Where several share their first character, one
+        # pass of a regex opening with it finds them all (`re` scans for a one-character prefix in a tight loop, and
+        # tries the rest, a lookahead that lets them overlap, where it is): about as long as two `str.find` passes.
+        self._found_apart: list[str] = []
+        self._openings: list[re.Pattern[str]] = []
+        for first, group in groupby(sorted(literals), key=lambda literal: literal[0]):
+            same = list(group)
+            if len(same) < _SHARED_OPENING:
+                self._found_apart += same
+            else:
+                rests = "|".join(re.escape(literal[1:]) for literal in same)
+                self._openings.append(re.compile(f"{re.escape(first)}(?={rests})"))
+
+    def finditer(self, text: str, pos: int = 0, endpos: int | None = None) -> Iterator[re.Match[str]]:
+        """`pattern.finditer(text, pos, endpos)`: each match holds a literal, so none is empty, and the next
+        one is the regex's match at the first offset from the end of the last where it matches. Offsets are
+        found a window of lines at a time: `search` reads no further than its match's window."""
+        end = len(text) if endpos is None else min(endpos, len(text))
+        resume = start = pos
+        while start < end:
+            stop = text.find("\n", start + _WINDOW, end) + 1 or end
+            for offset in self._offsets(text, start, stop, end):
+                if offset >= resume and (match := self.pattern.match(text, offset, end)):
+                    yield match
+                    resume = match.end()
+            start = stop
+
+    def search(self, text: str, pos: int = 0, endpos: int | None = None) -> re.Match[str] | None:
+        return next(self.finditer(text, pos, endpos), None)
+
+    def _offsets(self, text: str, start: int, stop: int, end: int) -> list[int]:
+        """Where a match can begin, in order, for the literals beginning in `text[start:stop]` (whole lines but
+        the first, which begins a line or the search)."""
+        bound = min(stop + self._longest - 1, end)  # a literal beginning before `stop` may end after it
+        found = {match.start() for opening in self._openings for match in opening.finditer(text, start, bound)}
+        for literal in self._found_apart:
+            at = text.find(literal, start, bound)
+            while at >= 0:
+                found.add(at)
+                at = text.find(literal, at + 1, bound)
+        found = {at for at in found if at < stop}
+        if self.line_start:
+            found = {line for line in (text.rfind("\n", 0, at) + 1 for at in found) if line >= start}
+        return sorted(found)
