@@ -6,6 +6,7 @@ import ast
 import textwrap
 
 from codemods.analysis.placement.class_places import places_at
+from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.place import Place
 from codemods.source import SourceFile
 
@@ -217,3 +218,20 @@ def test_a_timestep_taken_through_tqdm_lives_where_the_timesteps_do() -> None:
                 noise = t * 2
     """
     assert _place_of(code, "t", "noise = t") is Place.DEVICE
+
+
+def test_names_rebound_in_a_cycle_are_placed_without_redoing_the_cycle_per_path_into_it(monkeypatch) -> None:
+    # Each name made from the two before it, in nested loops (LTX's long multi-prompt pipeline rebinds its latents
+    # so): an answer found inside the cycle is given again wherever the same bindings are in progress, so the work
+    # grows with the square of the names. Worked out again per order of entry, these 20 took 94,347 placements.
+    names = [f"v{i}" for i in range(20)]
+    rebound = "\n".join(f"            {name} = {names[k - 1]} * w + {names[k - 2]}" for k, name in enumerate(names))
+    code = f"def step(x: torch.Tensor, w):\n    for i in range(3):\n        for j in range(3):\n{rebound}\n"
+    function = ast.parse(code.replace("v0 = ", "v0 = x + ", 1)).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    placed = []
+    place_once = FunctionPlaces._place
+    monkeypatch.setattr(FunctionPlaces, "_place", lambda self, node: placed.append(node) or place_once(self, node))
+    last = function.body[0].body[0].body[-1]  # type: ignore[attr-defined]
+    assert FunctionPlaces(function).place(last.value) is Place.DEVICE
+    assert len(placed) < 1_000

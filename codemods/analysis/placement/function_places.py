@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from codemods.analysis.models.cold_branches import is_other_backend_test
 from codemods.analysis.placement.call_places import call_place, is_step_output, splits
+from codemods.analysis.placement.cycle_memo import CycleMemo
 from codemods.analysis.placement.device_places import device_place, may_be_on_device, set_timesteps_place
 from codemods.analysis.placement.place import Place, combine, join, parameter_place
 from codemods.analysis.schedules.schedule_calls import is_scheduler_timesteps, names_scheduler, schedule_call
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
     from codemods.analysis.placement.placer import MethodOwner, ModuleScope
 
 
-_NO_CYCLE = 1 << 30
-
 _TENSOR_SAME_PLACE_ATTRIBUTES = {"T", "mT", "H", "mH", "real", "imag", "data", "grad"}
 _PYTHON_ATTRIBUTES = {
     "shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "config", "training",
@@ -45,7 +44,7 @@ _PYTHON_ATTRIBUTES = {
 _MODULE_TENSOR_ATTRIBUTES = {"weight", "bias"}
 
 
-class FunctionPlaces:
+class FunctionPlaces(CycleMemo):
     """The places of the values in one function (`cls`: the class it is a method of, if any)."""
 
     def __init__(
@@ -61,43 +60,14 @@ class FunctionPlaces:
         means the function shows where the value was made or moved (what a finding's placement must rest on).
         `given`: where one call's arguments put the parameters; `module`: the file's functions, to place calls of them;
         `bindings`: the function's `function_bindings`, shared by all its places (they depend on it alone)."""
+        super().__init__()
         self.function = function
         self.cls = cls
         self.annotations = annotations
         self.given = given
         self.module = module
         self.bindings = bindings if bindings is not None else function_bindings(function)
-        self._memo: dict[int, Place] = {}
-        self._binding_memo: dict[int, Place] = {}
-        # Bindings being worked out, innermost last; `_lowest` is the lowest position in this stack that the current
-        # computation ran into (a cycle): results that depend on a binding still in progress further out are not
-        # memoized for good, those whose cycles closed inside them are.
-        self._stack: list[int] = []
-        self._lowest = _NO_CYCLE
-        # Results that depended on a binding in progress, keyed by the stack they were worked out under (with the
-        # `_lowest` they reached): the same node under the same bindings in progress gives the same answer, and
-        # without this a cycle recomputes it once per path into it.
-        self._pending_memo: dict[tuple[int, tuple[int, ...]], tuple[Place, int]] = {}
         self._timesteps_places: dict[str, Place] = {}
-
-    def place(self, node: ast.expr) -> Place:
-        """Where `node`'s value lives."""
-        key = id(node)
-        if key in self._memo:
-            return self._memo[key]
-        context = (key, tuple(self._stack))
-        if context in self._pending_memo:
-            place, lowest = self._pending_memo[context]
-            self._lowest = min(self._lowest, lowest)
-            return place
-        outer, self._lowest = self._lowest, _NO_CYCLE
-        place = self._place(node)
-        if self._lowest >= len(self._stack):
-            self._memo[key] = place
-        else:
-            self._pending_memo[context] = (place, self._lowest)
-        self._lowest = min(outer, self._lowest)
-        return place
 
     def name_place(self, name: str, use: ast.AST | None = None) -> Place:
         """The join of the bindings of `name` that reach `use` (`self.x` included, when this function assigns it)."""
@@ -122,25 +92,7 @@ class FunctionPlaces:
         """Whether some path puts `node`'s value on the device (codemods.analysis.placement.device_places)."""
         return may_be_on_device(self, node)
 
-    def _binding_place(self, binding: Binding) -> Place:
-        key = id(binding)
-        if key in self._binding_memo:
-            return self._binding_memo[key]
-        if key in self._stack:
-            self._lowest = min(self._lowest, self._stack.index(key))
-            return Place.PENDING
-        depth = len(self._stack)
-        self._stack.append(key)
-        outer, self._lowest = self._lowest, _NO_CYCLE
-        place = self._compute_binding_place(binding)
-        self._stack.pop()
-        if self._lowest >= depth:  # every cycle it ran into closed on this binding or inside it
-            self._binding_memo[key] = place
-            self._lowest = _NO_CYCLE
-        self._lowest = min(outer, self._lowest)
-        return place
-
-    def _compute_binding_place(self, binding: Binding) -> Place:
+    def _binding_value(self, binding: Binding) -> Place:
         if binding.kind == "value" and binding.value is not None:
             return self.place(binding.value)
         if binding.kind == "element" and binding.value is not None:
@@ -286,7 +238,9 @@ class FunctionPlaces:
 
     def _scheduler_timesteps_place(self, receiver: str) -> Place:
         if receiver not in self._timesteps_places:
+            ran_into = self._ran_into
             self._timesteps_places[receiver] = set_timesteps_place(self, receiver)
+            self._new_epoch_if_ran_into(ran_into)
         return self._timesteps_places[receiver]
 
     def device_place(self, device: ast.expr) -> Place:

@@ -33,7 +33,7 @@ from codemods.analysis.schedules.sigma_uses import (
     shown,
     stores_scalar,
 )
-from codemods.node_index import nodes_within
+from codemods.node_index import nodes_within, parent_of
 from codemods.source import dotted_name, shortened
 
 
@@ -163,8 +163,7 @@ class SigmaFlowAnalysis:
 
     def _record(self, flow: SigmaTaint, function: Function) -> None:
         hot = self.hot(function)
-        parents = {id(child): node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
-        for node in ast.walk(function):
+        for node in nodes_within(function, ast.AST, breadth_first=True):
             for read in host_reads(node):
                 if flow.taint(read.operand) and hot:
                     self._add(self.flow.host_reads, read.node, HOST_READ_WHY.get(read.kind, "reads it on the host"))
@@ -175,21 +174,21 @@ class SigmaFlowAnalysis:
                 and not isinstance(getattr(node, "ctx", None), ast.Store | ast.Del)
                 and flow.taint(node)
             ):
-                parent = parents.get(id(node))
-                if self._delegated(node, parent, flow, parents) or self._returned_output(function, parent, parents):
+                parent = parent_of(node)
+                if self._delegated(node, parent, flow) or self._returned_output(function, parent):
                     continue
                 if stores_scalar(parent, node, flow):
                     self.stored.update(t.attr for t in parent.targets if isinstance(t, ast.Attribute))  # type: ignore[union-attr]
                     continue
                 if parent is not None and not propagates(parent, node, flow):
-                    why = device_need(parent, node, flow, parents)
+                    why = device_need(parent, node, flow)
                     if why:
                         moves = why == MOVES_TO_DEVICE and not hot
-                        self._add(self.flow.device_needs, shown(parent, parents), why, moves)
+                        self._add(self.flow.device_needs, shown(parent), why, moves)
 
-    def _delegated(self, node: ast.expr, parent: ast.AST | None, flow: SigmaTaint, parents: dict) -> bool:
+    def _delegated(self, node: ast.expr, parent: ast.AST | None, flow: SigmaTaint) -> bool:
         """An argument of a call another class's code judges: record the call (once) instead of a use."""
-        call = parents.get(id(parent)) if isinstance(parent, ast.keyword) else parent
+        call = parent_of(parent) if isinstance(parent, ast.keyword) else parent
         if not isinstance(call, ast.Call) or node is call.func:
             return False
         method = self.delegate(call)
@@ -198,7 +197,7 @@ class SigmaFlowAnalysis:
         arguments = tuple(
             (position, taint) for position, a in enumerate(call.args) if (taint := flow.taint(a))
         ) + tuple((k.arg, taint) for k in call.keywords if k.arg and (taint := flow.taint(k.value)))
-        accessed, accessor = _accessed(call, parents)
+        accessed, accessor = _accessed(call)
         found = DelegatedCall(
             call.lineno, shortened(ast.unparse(call)), method, arguments, accessor, node_key(accessed)
         )  # fmt: skip
@@ -206,15 +205,15 @@ class SigmaFlowAnalysis:
             self.flow.delegated.append(found)
         return True
 
-    def _returned_output(self, function: Function, parent: ast.AST | None, parents: dict) -> bool:
+    def _returned_output(self, function: Function, parent: ast.AST | None) -> bool:
         """A field of an output dataclass the entry returns (`return XOutput(prev_sample=...)`): the caller reads it."""
         if function is not self.entry or not isinstance(parent, ast.keyword):
             return False
-        call = parents.get(id(parent))
+        call = parent_of(parent)
         return (
             isinstance(call, ast.Call)
             and dotted_name(call.func) in self.returned_outputs
-            and isinstance(parents.get(id(call)), ast.Return)
+            and isinstance(parent_of(call), ast.Return)
         )
 
     def _add(self, uses: list[SigmaUse], node: ast.AST, why: str, per_call_move: bool = False) -> None:
@@ -224,10 +223,10 @@ class SigmaFlowAnalysis:
             uses.append(SigmaUse(node.lineno, shortened(ast.unparse(node)), why, per_call_move))  # type: ignore[attr-defined]
 
 
-def _accessed(call: ast.Call, parents: dict[int, ast.AST]) -> tuple[ast.expr, Accessor]:
+def _accessed(call: ast.Call) -> tuple[ast.expr, Accessor]:
     """What of a call's result its caller reads: `.name`, `[k]` (an int), or the result itself."""
-    parent = parents.get(id(call))
-    if isinstance(parent, ast.Attribute) and not isinstance(parents.get(id(parent)), ast.Call):
+    parent = parent_of(call)
+    if isinstance(parent, ast.Attribute) and not isinstance(parent_of(parent), ast.Call):
         return parent, parent.attr
     if isinstance(parent, ast.Subscript) and isinstance(parent.slice, ast.Constant) and type(parent.slice.value) is int:
         return parent, parent.slice.value

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from codemods.analysis.schedules.sigma_taint import ELEMENTWISE, SigmaTaint, is_append, made_like, moves_to_device
+from codemods.node_index import parent_of
 from codemods.source import dotted_name, shortened
 
 # Give a sigma dimensions: as a CPU tensor it can no longer meet device tensors.
@@ -62,17 +63,17 @@ def propagates(parent: ast.AST, node: ast.expr, flow: SigmaTaint) -> bool:
     return False
 
 
-def device_need(parent: ast.AST, node: ast.expr, flow: SigmaTaint, parents: dict[int, ast.AST]) -> str | None:
+def device_need(parent: ast.AST, node: ast.expr, flow: SigmaTaint) -> str | None:
     """Why this use needs the sigmas on the device (None: it works as well with CPU sigmas)."""
     taint = flow.taint(node)
     if isinstance(parent, ast.keyword):
-        parent = parents.get(id(parent), parent)
+        parent = parent_of(parent)
     if isinstance(parent, ast.Attribute):
-        call = parents.get(id(parent))
+        call = parent_of(parent)
         is_call = isinstance(call, ast.Call) and call.func is parent
         if not is_call:
             if parent.attr == "device":
-                return None if _builds_like(parent, node, parents) else _READS_DEVICE
+                return None if _builds_like(parent, node) else _READS_DEVICE
             return None if parent.attr in ("shape", "dtype", "ndim", "T") else f"reads `.{parent.attr}` of it"
         if parent.attr in ("to", "cuda") and (parent.attr == "cuda" or moves_to_device(call)):
             return MOVES_TO_DEVICE
@@ -108,7 +109,7 @@ def device_need(parent: ast.AST, node: ast.expr, flow: SigmaTaint, parents: dict
             return None  # followed into the method
         return f"passes it to `{name or ast.unparse(parent.func)}()`"
     if isinstance(parent, ast.List | ast.Tuple):
-        container = parents.get(id(parent))
+        container = parent_of(parent)
         if isinstance(container, ast.Call):
             name = (dotted_name(container.func) or "").rsplit(".", 1)[-1]
             if name in ("tensor", "as_tensor") or is_append(container):
@@ -129,16 +130,16 @@ def device_need(parent: ast.AST, node: ast.expr, flow: SigmaTaint, parents: dict
     return f"uses it in `{shortened(ast.unparse(parent))}`"
 
 
-def _builds_like(device: ast.Attribute, node: ast.expr, parents: dict[int, ast.AST]) -> bool:
+def _builds_like(device: ast.Attribute, node: ast.expr) -> bool:
     """`randn_tensor(x.shape, device=x.device)`: a tensor shaped and placed like `x` (0-dim where `x` is)."""
-    keyword = parents.get(id(device))
-    call = parents.get(id(keyword)) if isinstance(keyword, ast.keyword) else None
+    keyword = parent_of(device)
+    call = parent_of(keyword) if isinstance(keyword, ast.keyword) else None
     return isinstance(call, ast.Call) and made_like(call) is node
 
 
-def shown(parent: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
+def shown(parent: ast.AST) -> ast.AST:
     """The expression a message quotes: the call for `x.to`, the node itself otherwise."""
-    call = parents.get(id(parent))
+    call = parent_of(parent)
     if isinstance(parent, ast.Attribute) and isinstance(call, ast.Call) and call.func is parent:
         return call
     return parent

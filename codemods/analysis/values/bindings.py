@@ -33,6 +33,10 @@ class FunctionBindings:
         self.skip_branch = skip_branch
         self._reaching: dict[tuple[str, int], list[Binding]] = {}
         self._blocks: dict[int, dict[int, str]] = {}
+        self._block_of: dict[int, tuple[int, str] | None] = {}
+        # By statement: it and the statements around it up to the function, and the blocks they are in (asked for
+        # every use in the statement).
+        self._arounds: dict[int, tuple[list[ast.AST], frozenset[tuple[int, str] | None]]] = {}
         # Parents of expressions come from the file's node index; held so that a tree parsed on its own (no
         # `SourceFile` keeping its index alive) is indexed once, not once per question.
         self._index = indexed(function)
@@ -60,32 +64,35 @@ class FunctionBindings:
         if key in self._reaching:  # asked again (a name's place, then its element's...): skip the chain and the sort
             return self._reaching[key]
         bindings = self.of(name)
-        chain = self._chain(use) if use is not None else None
-        if chain is None:
+        found = self._chain(use) if use is not None else None
+        if found is None:
             return bindings
+        chain, holder = found
         # A comprehension's variables are seen only inside it, so only those around the use count.
-        bindings = sorted([*bindings, *comprehension_bindings(name, chain)], key=self._where)
+        inner = comprehension_bindings(name, chain)
+        if inner:  # the function's own are in order already
+            bindings = sorted([*bindings, *inner], key=self._where)
         if not bindings:
             return bindings
-        self._reaching[key] = self._reaching_at(use, chain, bindings)
+        self._reaching[key] = self._reaching_at(use, chain, self._around(holder)[1], bindings)
         return self._reaching[key]
 
-    def _reaching_at(self, use: ast.AST, chain: list[ast.AST], bindings: list[Binding]) -> list[Binding]:
+    def _reaching_at(
+        self, use: ast.AST, chain: list[ast.AST], blocks: frozenset[tuple[int, str] | None], bindings: list[Binding]
+    ) -> list[Binding]:
+        """`blocks`: those around the use (of the members of `chain`)."""
         at = _position(use)
-        blocks = {self._block(member) for member in chain}  # the blocks around the use, for every binding asked
+        wheres = [self._where(binding) for binding in bindings]
         latest: Binding | None = None
-        for binding in bindings:
-            if self._dominates(binding, chain, at, blocks) and (
-                latest is None or self._where(binding) >= self._where(latest)
-            ):
-                latest = binding
-        start = self._where(latest) if latest is not None else (-1, -1)
+        start = (-1, -1)
+        for binding, where in zip(bindings, wheres):
+            if self._dominates(binding, where, chain, at, blocks) and (latest is None or where >= start):
+                latest, start = binding, where
         loops = [node for node in chain if isinstance(node, _LOOPS) and self._in_body(node, chain)]
         found = [latest] if latest is not None else []
-        for binding in bindings:
+        for binding, where in zip(bindings, wheres):
             if binding is latest or binding.owner is self.function:
                 continue
-            where = self._where(binding)
             before = start < where < at and binding.owner not in chain
             # Through a loop's back edge, unless the binding that dominates the use is in that loop too (and kills it).
             around = where > at and any(
@@ -128,15 +135,15 @@ class FunctionBindings:
                         stack.append((child, node))
         return nodes, parents
 
-    def _chain(self, node: ast.AST) -> list[ast.AST] | None:
-        """`node`'s ancestors, innermost first, up to the function; None if `node` is not the function's own."""
+    def _chain(self, node: ast.AST) -> tuple[list[ast.AST], ast.AST] | None:
+        """`node` and its ancestors, innermost first, up to the function, and the statement that holds `node` (itself,
+        for a statement); None if `node` is not the function's own."""
         _, parents = self._statements
         if id(node) in parents:
-            current = parents[id(node)]
-            return [node, *self._statement_chain(current)] if current is not self.function else [node, self.function]
+            return self._around(node)[0], node
         # An expression: up through the file's node index to the statement that holds it, which must be one
         # of the function's own (not in a nested scope, nor in a branch that is skipped).
-        chain: list[ast.AST] = []
+        chain: list[ast.AST] = [node]
         current = self._parent_in_tree(node)
         while current is not None and not isinstance(current, _BLOCK_ITEMS):
             if isinstance(current, _SCOPES):
@@ -145,7 +152,7 @@ class FunctionBindings:
             current = self._parent_in_tree(current)
         if current is None or id(current) not in self._holders:
             return None
-        return [node, *chain, *self._statement_chain(current)]
+        return [*chain, *self._around(current)[0]], current
 
     def _parent_in_tree(self, node: ast.AST) -> ast.AST | None:
         try:
@@ -153,15 +160,19 @@ class FunctionBindings:
         except ValueError:  # a node of another tree
             return None
 
-    def _statement_chain(self, statement: ast.AST) -> list[ast.AST]:
-        _, parents = self._statements
-        chain = []
-        current: ast.AST | None = statement
-        while current is not None and current is not self.function:
-            chain.append(current)
-            current = parents.get(id(current))
-        chain.append(self.function)
-        return chain
+    def _around(self, statement: ast.AST) -> tuple[list[ast.AST], frozenset[tuple[int, str] | None]]:
+        """`statement` and the statements around it, innermost first, up to the function; and the blocks they are in."""
+        key = id(statement)
+        if key not in self._arounds:
+            _, parents = self._statements
+            chain = []
+            current: ast.AST | None = statement
+            while current is not None and current is not self.function:
+                chain.append(current)
+                current = parents.get(id(current))
+            chain.append(self.function)
+            self._arounds[key] = (chain, frozenset(self._block(member) for member in chain))
+        return self._arounds[key]
 
     @cached_property
     def _holders(self) -> frozenset[int]:
@@ -172,10 +183,15 @@ class FunctionBindings:
         return self._statements[1].get(id(node))
 
     def _dominates(
-        self, binding: Binding, chain: list[ast.AST], at: tuple[int, int], blocks: set[tuple[int, str] | None]
+        self,
+        binding: Binding,
+        where: tuple[int, int],
+        chain: list[ast.AST],
+        at: tuple[int, int],
+        blocks: frozenset[tuple[int, str] | None],
     ) -> bool:
-        """Whether `binding` runs on every path to the use (before it, in a block that encloses it: one of `blocks`,
-        those of the members of `chain`)."""
+        """Whether `binding` (at `where`) runs on every path to the use (before it, in a block that encloses it: one of
+        `blocks`, those of the members of `chain`)."""
         owner = binding.owner
         if owner is self.function:
             return True
@@ -183,17 +199,18 @@ class FunctionBindings:
             return True  # only the comprehensions around the use are asked about
         if isinstance(owner, _BINDS_BODY) and owner in chain:
             return self._in_body(owner, chain)
-        if _position(owner) >= at or owner in chain:
+        if where >= at or owner in chain:
             return False
         block = self._block(owner)
         return block is not None and block in blocks  # `owner` is not in `chain`: its own block is not counted
 
     def _block(self, statement: ast.AST) -> tuple[int, str] | None:
-        parent = self._parent(statement)
-        if parent is None:
-            return None
-        field = self._fields_of(parent).get(id(statement))
-        return (id(parent), field) if field is not None else None
+        key = id(statement)
+        if key not in self._block_of:
+            parent = self._parent(statement)
+            field = self._fields_of(parent).get(key) if parent is not None else None
+            self._block_of[key] = (id(parent), field) if field is not None else None
+        return self._block_of[key]
 
     def _in_body(self, owner: ast.AST, chain: list[ast.AST]) -> bool:
         """The use is in `owner`'s body (not in a loop's iterable or a `with`'s items)."""
