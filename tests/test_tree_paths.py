@@ -9,38 +9,28 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path, PurePosixPath
 
 import pytest
+from installed_trees import copy_installed_diffusers
 
 from bot.github.body import reproduce_command
 from bot.groups import Grouping, find_groups
 from codemods.engine.cache import CACHE_DIRECTORY_NAME
 from codemods.errors import UsageError
-from codemods.project.index import installed_diffusers
 from codemods.project.tree_paths import inside_tree
 
 DDPM = "pipelines/ddpm/pipeline_ddpm.py"
 
 
-def _other_pipelines_and_caches(directory: str, names: list[str]) -> set[str]:
-    # These tests are about paths: each run on the whole tree read the facts of ~500 files for DIF004's
-    # resolution, most of them pipelines that do not run DDPM's models.
-    pipelines = Path(directory) == installed_diffusers() / "pipelines"
-    return {
-        name
-        for name in names
-        if name == "__pycache__" or (pipelines and name != "ddpm" and (Path(directory) / name).is_dir())
-    }
-
-
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # These tests are about paths: each run on the whole tree read the facts of ~500 files for DIF004's
+    # resolution, most of them pipelines that do not run DDPM's models.
     root = tmp_path_factory.mktemp("checkout")
-    shutil.copytree(installed_diffusers(), root / "src" / "diffusers", ignore=_other_pipelines_and_caches)
+    copy_installed_diffusers(root / "src", pipelines=("ddpm",))
     return root
 
 
