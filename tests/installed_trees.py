@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +28,9 @@ class DiffusersTrees:
     original: Path  # parent directory holding `diffusers/`
     rewritten: Path  # `<checkout>/src`
     result: RunResult
-    cache: Path  # the run's scan cache: a second run over `rewritten` reads back the fixed files' scans, as a user's would
+    cache: (
+        Path  # the run's scan cache: a second run over `rewritten` reads back the fixed files' scans, as a user's would
+    )
 
     def changed_files(self) -> list[str]:
         """Paths relative to the package (`models/x.py`) of the files the run changed."""
@@ -35,8 +38,20 @@ class DiffusersTrees:
         return sorted(str(Path(p).relative_to(root)) for p in self.result.changes)
 
 
-def copy_installed_diffusers(destination: Path) -> Path:
-    shutil.copytree(installed_diffusers(), destination / "diffusers", ignore=shutil.ignore_patterns("__pycache__"))
+def copy_installed_diffusers(destination: Path, pipelines: Collection[str] | None = None) -> Path:
+    """`destination`, holding a copy of the installed package as `diffusers/`.
+
+    With `pipelines`, only those subpackages of `pipelines/` are copied (the package still imports: the others
+    load only when asked for), for tests whose runs would otherwise read the facts of every other pipeline.
+    """
+    source_pipelines = installed_diffusers() / "pipelines"
+
+    def left_out(directory: str, names: list[str]) -> set[str]:
+        if pipelines is None or Path(directory) != source_pipelines:
+            return {"__pycache__"} & set(names)
+        return {name for name in names if name not in pipelines and (source_pipelines / name).is_dir()}
+
+    shutil.copytree(installed_diffusers(), destination / "diffusers", ignore=left_out)
     return destination
 
 

@@ -1,25 +1,25 @@
 """`--path` and `--only` as users type them: relative to where they stand, absolute, or relative to the tree.
 
 The tree is a checkout laid out as diffusers' (`src/diffusers/...`), copied from installed diffusers
-0.42.1; the commands run from its root, as a PR body's "Reproduce" lines are pasted.
+0.42.1 with one pipeline, DDPM's (the package still imports: the others load only when asked for); the
+commands run from its root, as a PR body's "Reproduce" lines are pasted.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path, PurePosixPath
 
 import pytest
+from installed_trees import copy_installed_diffusers
 
 from bot.github.body import reproduce_command
 from bot.groups import Grouping, find_groups
 from codemods.engine.cache import CACHE_DIRECTORY_NAME
 from codemods.errors import UsageError
-from codemods.project.index import installed_diffusers
 from codemods.project.tree_paths import inside_tree
 
 DDPM = "pipelines/ddpm/pipeline_ddpm.py"
@@ -27,8 +27,10 @@ DDPM = "pipelines/ddpm/pipeline_ddpm.py"
 
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # These tests are about paths: each run on the whole tree read the facts of ~500 files for DIF004's
+    # resolution, most of them pipelines that do not run DDPM's models.
     root = tmp_path_factory.mktemp("checkout")
-    shutil.copytree(installed_diffusers(), root / "src" / "diffusers", ignore=shutil.ignore_patterns("__pycache__"))
+    copy_installed_diffusers(root / "src", pipelines=("ddpm",))
     return root
 
 
@@ -75,7 +77,7 @@ def test_run_takes_paths_relative_to_the_current_directory(checkout: Path) -> No
 
 def _groups(checkout: Path, only: str) -> Grouping:
     # In the cache that `codemod` run in the checkout keeps (no pyproject.toml or .git above it): these tests are
-    # about paths, and each cold run read again the facts of the ~500 files that DIF004's resolution asks for.
+    # about paths, and each cold run read again the facts of every file that DIF004's resolution asks for.
     return find_groups(checkout, ("DIF004",), only=(only,), cache_dir=checkout / CACHE_DIRECTORY_NAME)
 
 
