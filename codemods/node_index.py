@@ -7,12 +7,12 @@ to its end, and the nodes of one kind inside it a slice of that kind's positions
 Lists come back in preorder (source order), not in `ast.walk`'s breadth-first order; the contexts and
 operators `ast.parse` shares between trees (`Load()`, `Add()`) are left out.
 
-Each node keeps (its index's serial number, its position) as an attribute, so that any node leads to its
-index: the index holds the nodes, and a node holding the index back would make a cycle that only the
-garbage collector frees (the scan workers run with it off). Live indexes are found by serial number in a
-registry that holds them weakly: `SourceFile` keeps its file's index alive while the file is scanned. It
-builds the index only when a node of its tree is first asked about (a node with no index yet): half the files
-parsed never are.
+Each node keeps its position as an attribute, so that any node leads to its index: the newest live index
+holding that node at that position. The index holds the nodes, and a node holding the index back would make a
+cycle that only the garbage collector frees (the scan workers run with it off). Live indexes are found in a
+registry that holds them weakly (rarely more than a few: the newest is nearly always the one asked for):
+`SourceFile` keeps its file's index alive while the file is scanned. It builds the index only when a node of
+its tree is first asked about (a node with no index yet): half the files parsed never are.
 """
 
 from __future__ import annotations
@@ -23,13 +23,15 @@ import sys
 import weakref
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
 Node = TypeVar("Node", bound=ast.AST)
 Kind = type[Node] | tuple[type[Node], ...]
 
-_POSITION = "_codemod_position"  # the attribute each indexed node carries: (serial, preorder position)
+# The attribute each indexed node carries: its preorder position in the index that numbered it last. A plain
+# int, already made for the index's lists: a (serial, position) pair cost a fifth of the indexing.
+_POSITION = "_codemod_position"
 # Fields that never hold a node asked about: the contexts and operators `ast.parse` shares between trees (one
 # `Load()`, one `Add()`... for all trees: they have no place in any one tree), names and flags.
 _LEAF_FIELDS = frozenset({
@@ -38,17 +40,19 @@ _LEAF_FIELDS = frozenset({
 })  # fmt: skip
 
 
-class _ChildFields(dict[type[ast.AST], tuple[str, ...]]):
-    """Each node class's fields that may hold child nodes, found on first use. Nearly half of a tree's nodes
-    (`Name`, `Constant`) have none: a walk then neither reads their fields nor tests what they hold."""
-
-    def __missing__(self, cls: type[ast.AST]) -> tuple[str, ...]:
-        fields = () if cls is ast.Constant else tuple(f for f in cls._fields if f not in _LEAF_FIELDS)
-        self[cls] = fields
-        return fields
+def _node_classes(cls: type[ast.AST]) -> Iterator[type[ast.AST]]:
+    yield cls
+    for subclass in cls.__subclasses__():
+        yield from _node_classes(subclass)
 
 
-CHILD_FIELDS = _ChildFields()
+# Each node class's fields that may hold child nodes, for every class `ast` defines. Nearly half of a tree's nodes
+# (`Name`, `Constant`) have none: a walk then neither reads their fields nor tests what they hold. A plain dict,
+# filled at once: Python looks an exact dict up faster than one with `__missing__`.
+CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
+    cls: () if cls is ast.Constant else tuple(f for f in cls._fields if f not in _LEAF_FIELDS)
+    for cls in _node_classes(ast.AST)
+}
 
 
 class _BlockFields(dict[type[ast.AST], tuple[str, ...]]):
@@ -66,7 +70,8 @@ BLOCK_FIELDS = _BlockFields()
 _DEEPER = 10  # the recursion limit while numbering a tree deeper than it, as a multiple of the usual one
 _SERIALS = itertools.count()
 _NONE: tuple[list[int], list[ast.AST]] = ([], [])
-_LIVE: weakref.WeakValueDictionary[int, NodeIndex] = weakref.WeakValueDictionary()
+# The indexes built, oldest first, held weakly: a dead one leaves the list when it dies.
+_LIVE: list[weakref.ref[NodeIndex]] = []
 # The owners of parsed trees not indexed yet (oldest first), held weakly: about half the files parsed are never
 # asked about, and indexing a tree cost more than parsing it.
 _UNINDEXED: weakref.WeakValueDictionary[int, Indexed] = weakref.WeakValueDictionary()
@@ -79,7 +84,6 @@ class NodeIndex:
     """The nodes of `root`'s subtree, by kind and by preorder position, from one walk."""
 
     def __init__(self, root: ast.AST) -> None:
-        self._serial = next(_SERIALS)
         self._nodes: list[ast.AST] = []
         self._ends: list[int] = []  # position after the last node of each node's subtree
         self._by_class: dict[type[ast.AST], list[int]] = {}
@@ -88,7 +92,7 @@ class NodeIndex:
         self._parents: list[int] = []  # -1 for the root
         self._depth: list[int] | None = None
         self._walk(root)
-        _LIVE[self._serial] = self
+        _LIVE.append(weakref.ref(self, _LIVE.remove))
 
     def _walk(self, root: ast.AST) -> None:
         try:
@@ -105,21 +109,26 @@ class NodeIndex:
                 sys.setrecursionlimit(limit)
 
     def _visit(self, node: ast.AST, parent: int) -> None:
-        """Number `node` and its subtree (recursion is a third faster than a stack of nodes here)."""
+        """Number `node` and its subtree (recursion is a third faster than a stack of nodes here; `type(x)` is
+        looked up faster than `x.__class__`, and `x._codemod_position = ...` stored faster than `setattr`)."""
         nodes = self._nodes
         position = len(nodes)
-        setattr(node, _POSITION, (self._serial, position))
+        node._codemod_position = position  # type: ignore[attr-defined] (_POSITION)
         nodes.append(node)
-        self._ends.append(0)
         self._parents.append(parent)
-        cls = node.__class__
+        cls = type(node)
         try:
             self._by_class[cls].append(position)
         except KeyError:
             self._by_class[cls] = [position]
-        for name in CHILD_FIELDS[cls]:
+        fields = CHILD_FIELDS[cls]
+        if not fields:
+            self._ends.append(position + 1)
+            return
+        self._ends.append(0)  # until the subtree is numbered
+        for name in fields:
             value = getattr(node, name, None)
-            if value.__class__ is list:
+            if type(value) is list:
                 for item in value:
                     if isinstance(item, ast.AST):
                         self._visit(item, position)
@@ -187,10 +196,14 @@ class NodeIndex:
         return self._depth
 
     def _position(self, node: ast.AST) -> int:
-        serial, position = getattr(node, _POSITION)
-        if serial != self._serial:
+        position: int = getattr(node, _POSITION)
+        if not self.holds(node, position):
             raise ValueError(f"{type(node).__name__} node is not in this index")
         return position
+
+    def holds(self, node: ast.AST, position: int) -> bool:
+        """Whether `node` is this index's node at `position`."""
+        return position < len(self._nodes) and self._nodes[position] is node
 
     def _of_kind(self, kind: Kind[ast.AST]) -> tuple[list[int], list[ast.AST]]:
         """The positions of `kind`'s instances (subclasses included, as `isinstance` does) and the nodes there."""
@@ -219,21 +232,30 @@ def indexed(node: ast.AST) -> NodeIndex:
     marked = getattr(node, _POSITION, None)
     if marked is None:
         marked = _index_trees_until_marked(node)
-    index = _LIVE.get(marked[0]) if marked is not None else None
+    index = _live_holding(node, marked) if marked is not None else None
     if index is None:
         index = NodeIndex(node)
         _RECENT.append(index)
     return index
 
 
-def _index_trees_until_marked(node: ast.AST) -> tuple[int, int] | None:
+def _live_holding(node: ast.AST, position: int) -> NodeIndex | None:
+    """The newest live index holding `node` at `position`: the one that numbered it last, unless that one died."""
+    for reference in reversed(_LIVE):
+        index = reference()
+        if index is not None and index.holds(node, position):
+            return index
+    return None
+
+
+def _index_trees_until_marked(node: ast.AST) -> int | None:
     """Index the trees not indexed yet, newest first (most likely the file being scanned), until one holds `node`."""
     for key in reversed(list(_UNINDEXED.keys())):
         owner = _UNINDEXED.pop(key, None)
         if owner is None:
             continue
         owner.index  # noqa: B018 (builds it, marking its nodes)
-        marked: tuple[int, int] | None = getattr(node, _POSITION, None)
+        marked: int | None = getattr(node, _POSITION, None)
         if marked is not None:
             return marked
     return None
