@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import bisect
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, PositionProvider
 
+from codemods.engine.edit_regions import RegionPlan, plan_regions
 from codemods.findings import Edit, Fix, ImportRequest, NodeRef
+from codemods.lines import split_lines
 
 if TYPE_CHECKING:
     from codemods.rules.base import Rule
@@ -24,19 +26,20 @@ class EditNotApplied(Exception):
 
 
 def apply_fixes(text: str, fixes: Sequence[tuple[Rule, Fix]]) -> str:
-    wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
     edits: dict[NodeRef, list[tuple[Rule, Edit]]] = {}
     for rule, fix in fixes:
         for edit in fix.edits:
             # Findings that share one fix (every site of a class rewritten together) carry the same edits: once each.
             if (rule, edit) not in edits.setdefault(edit.target, []):
                 edits[edit.target].append((rule, edit))
-    applier = _EditApplier(wrapper.resolve(PositionProvider), edits)
-    module = wrapper.module.visit(applier)
-    if applier.pending:
-        missing = ", ".join(f"{ref.kind} at {ref.line}:{ref.column + 1}" for ref in sorted(applier.pending))
-        raise EditNotApplied(f"no node for edit(s): {missing}")
     requests = list(dict.fromkeys(request for _, fix in fixes for request in fix.imports))
+    # Parsing, positioning and printing a whole file with libcst cost ten times what the lines holding the edits do.
+    plan = None if any(ref.kind == "Module" for ref in edits) else plan_regions(text, edits, bool(requests))
+    if plan is not None and (code := _apply_in_regions(text, plan, edits, requests)) is not None:
+        return code
+    module, pending = _transformed(cst.parse_module(text), edits)
+    if pending:
+        raise _not_applied(pending)
     code = add_imports(module, requests).code
     # libcst drops the last line ending of a file whose lines end in a bare "\r" (old Mac style).
     if text.endswith("\r") and not code.endswith(("\r", "\n")):
@@ -44,8 +47,58 @@ def apply_fixes(text: str, fixes: Sequence[tuple[Rule, Fix]]) -> str:
     return code
 
 
+def _apply_in_regions(
+    text: str, plan: RegionPlan, edits: dict[NodeRef, list[tuple[Rule, Edit]]], requests: list[ImportRequest]
+) -> str | None:
+    """The file with each region parsed, edited and printed alone; None where a region's parse would not give
+    the nodes (and defaults) of the whole file's, which is then parsed instead."""
+    lines = split_lines(text, keepends=True)
+    if sum(region.holds(ref) for region in plan.regions for ref in edits) != len(edits):
+        return None
+    modules, pending = [], []
+    for region in plan.regions:
+        try:
+            module = cst.parse_module(region.header + "".join(lines[region.first_line - 1 : region.last_line]))
+        except cst.ParserSyntaxError:
+            return None
+        if (module.default_indent, module.default_newline) != (plan.indent, plan.newline):
+            return None
+        module, missing = _transformed(module, {region.to_region(r): e for r, e in edits.items() if region.holds(r)})
+        modules.append(module)
+        pending += [region.to_file(ref) for ref in missing]
+    if pending:
+        raise _not_applied(pending)
+    pieces, line = [], 1
+    for region, module in zip(plan.regions, modules):
+        code = (add_imports(module, requests) if region.imports else module).code
+        if not code.startswith(region.header):
+            return None
+        pieces += [*lines[line - 1 : region.first_line - 1], code[len(region.header) :]]
+        line = region.last_line + 1
+    return "".join([*pieces, *lines[line - 1 :]])
+
+
+def _transformed(
+    module: cst.Module, edits: dict[NodeRef, list[tuple[Rule, Edit]]]
+) -> tuple[cst.Module, Iterable[NodeRef]]:
+    """`module` with `edits` applied, and the targets no node matched."""
+    # The provider run as its own: `MetadataWrapper.resolve` would walk the whole tree once more for the
+    # batchable providers asked for with it (none), which cost two thirds of what the positions do.
+    positions = PositionProvider()
+    positions._gen_impl(module)
+    applier = _EditApplier(positions._computed, edits)
+    return module.visit(applier), applier.pending
+
+
+def _not_applied(pending: Iterable[NodeRef]) -> EditNotApplied:
+    missing = ", ".join(f"{ref.kind} at {ref.line}:{ref.column + 1}" for ref in sorted(pending))
+    return EditNotApplied(f"no node for edit(s): {missing}")
+
+
 class _EditApplier(cst.CSTTransformer):
-    def __init__(self, positions: dict[cst.CSTNode, CodeRange], edits: dict[NodeRef, list[tuple[Rule, Edit]]]) -> None:
+    def __init__(
+        self, positions: Mapping[cst.CSTNode, CodeRange], edits: dict[NodeRef, list[tuple[Rule, Edit]]]
+    ) -> None:
         super().__init__()
         self._positions = positions
         self._edits = edits
@@ -128,7 +181,11 @@ def _add_plain_import(module: cst.Module, name: str) -> cst.Module:
     if first is None:
         return module.with_changes(body=[new, *body])
     block_end = first
-    while block_end + 1 < len(body) and _imports_in(body[block_end + 1]) is not None and not body[block_end + 1].leading_lines:
+    while (
+        block_end + 1 < len(body)
+        and _imports_in(body[block_end + 1]) is not None
+        and not body[block_end + 1].leading_lines
+    ):
         block_end += 1
     block = body[first : block_end + 1]
     if not all(_top_module(n) in sys.stdlib_module_names for s in block for n in _imports_in(s)):

@@ -62,7 +62,11 @@ class Fixer:
         for _ in range(_MAX_ROUNDS):
             active = [f for f in candidates if id(f) not in self.declined and f.path not in self.errors]
             changes, rescans, styled = self._apply(active)
-            if styled and self._check_copies(active, changes, rescans) and self._check_second_pass(candidates, changes, rescans):
+            if (
+                styled
+                and self._check_copies(active, changes, rescans)
+                and self._check_second_pass(candidates, changes, rescans)
+            ):
                 self.rescans = rescans  # exactly the changed files' scans (`_apply` drops a failed one)
                 break
         else:
@@ -182,7 +186,9 @@ class Fixer:
         for finding in findings:
             self.declined[id(finding)] = message
 
-    def _check_copies(self, active: list[Finding], changes: dict[str, tuple[str, str]], rescans: dict[str, Scan]) -> bool:
+    def _check_copies(
+        self, active: list[Finding], changes: dict[str, tuple[str, str]], rescans: dict[str, Scan]
+    ) -> bool:
         """Decline fixes that would make a `# Copied from` copy differ from its source; True if none did."""
 
         def text_after(path: str) -> str:
@@ -234,13 +240,19 @@ class Fixer:
         Declined in any round, not only this one: a fix declined in round 1 (its copy group cannot
         change together) is still in the file, and a second run finds it again by design.
         """
-        index = self.index.overlay({p: after for p, (_, after) in changes.items()}, {p: s.facts for p, s in rescans.items()})
+        index = self.index.overlay(
+            {p: after for p, (_, after) in changes.items()}, {p: s.facts for p, s in rescans.items()}
+        )
         applied = {(f.path, f.code) for f in candidates if id(f) not in self.declined}
         declined = Counter((f.path, f.code) for f in candidates if id(f) in self.declined)
         settled = True
-        for path, scan in rescans.items():
-            again = [f for f in self.run.resolve([scan], index, {}) if self.run.wanted(f)]
-            again = [f for f in again if (path, f.code) in applied]
+        # One resolve for all the files: each resolve first places the tree's model classes (`ModelReach`), the
+        # same for every file of one tree.
+        again_by_path: dict[str, list[Finding]] = {path: [] for path in rescans}
+        for finding in self.run.resolve(rescans.values(), index, {}):
+            if self.run.wanted(finding) and (finding.path, finding.code) in applied:
+                again_by_path[finding.path].append(finding)
+        for path, again in again_by_path.items():
             counts = Counter(f.code for f in again)
             leftover = next((f for f in again if counts[f.code] > declined[(path, f.code)]), None)
             if leftover is not None:
