@@ -192,3 +192,24 @@ def test_imports_are_added_in_the_region_of_the_import_block(monkeypatch: pytest
 )
 def test_a_file_no_region_can_stand_for_is_parsed_whole(case: str, text: str, target: NodeRef) -> None:
     assert plan_regions(text, [target], imports=False) is None, case
+
+
+def test_a_libcst_without_the_provider_hooks_gets_the_same_positions_from_the_wrapper(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = _text(MARIGOLD)
+    fixes = [_first_output(text, "(diff ** 2).mean().sqrt().item")]
+    with_hooks = apply_fixes(text, fixes)
+    asked = []
+
+    class HooksMissing(apply.PositionProvider):
+        def _gen_impl(self, module):  # the first call is ours, the hook missing; the wrapper's then gets it
+            asked.append(module)
+            if len(asked) == 1:
+                raise AttributeError("_gen_impl")
+            return super()._gen_impl(module)
+
+    monkeypatch.setattr(apply, "PositionProvider", HooksMissing)
+
+    assert apply_fixes(text, fixes) == with_hooks != text
+    assert len(asked) == 2

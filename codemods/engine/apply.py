@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import CodeRange, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from codemods.engine.edit_regions import RegionPlan, plan_regions
 from codemods.findings import Edit, Fix, ImportRequest, NodeRef
@@ -82,12 +82,20 @@ def _transformed(
     module: cst.Module, edits: dict[NodeRef, list[tuple[Rule, Edit]]]
 ) -> tuple[cst.Module, Iterable[NodeRef]]:
     """`module` with `edits` applied, and the targets no node matched."""
-    # The provider run as its own: `MetadataWrapper.resolve` would walk the whole tree once more for the
-    # batchable providers asked for with it (none), which cost two thirds of what the positions do.
-    positions = PositionProvider()
-    positions._gen_impl(module)
-    applier = _EditApplier(positions._computed, edits)
+    applier = _EditApplier(_positions(module), edits)
     return module.visit(applier), applier.pending
+
+
+def _positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
+    """Each node's position in `module`. The provider is run through the hooks libcst documents for writing one:
+    `MetadataWrapper.resolve` would walk the whole tree once more for the batchable providers asked for with it
+    (none), which cost two thirds of what the positions do. A libcst without those hooks gets the wrapper."""
+    provider = PositionProvider()
+    try:
+        provider._gen_impl(module)
+        return provider._computed
+    except AttributeError:
+        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 def _not_applied(pending: Iterable[NodeRef]) -> EditNotApplied:
