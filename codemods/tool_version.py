@@ -15,7 +15,7 @@ from codemods import __version__
 DISTRIBUTION = "diffusers-codemod"
 # The commit the docs and the workflow pin, rewritten by `make pin`: a commit of the tool's repository
 # (an ancestor of the commit that carries it; a file cannot hold its own commit's SHA).
-PINNED_COMMIT = "0a95b0857d9351d8ee0582e851850c77890d0c2c"
+PINNED_COMMIT = "4148ba379dd28c1c2799cd829414b82f9854e53a"
 # The directory above the `codemods` package: a checkout's root when the tool runs from one.
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
