@@ -19,7 +19,6 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemods.analysis.models.frequency import ModelReach, grouped_patterns
 from codemods.engine.cache import ScanCache, content_digest
 from codemods.engine.copy_declines import copy_decline
 from codemods.engine.discovery import discover
@@ -122,6 +121,9 @@ class _Run:
         return self.options.mode is Mode.WRITE
 
     def execute(self) -> RunResult:
+        # Here, not at the top: a warm check returns before executing and must import no analysis.
+        from codemods.analysis.models.frequency import grouped_patterns
+
         result = RunResult(self.options.mode, self.rules, len(self.files), scan_stats=self.stats)
         digests, unreadable_scans = self.digest_files()
         scans = {**unreadable_scans, **self.scan_files({path: (key, None) for path, key in digests.items()}, "scan")}
@@ -231,6 +233,7 @@ class _Run:
     def resolve(self, scans: Iterable[Scan], index: ProjectIndex, errors: dict[str, FileError]) -> list[Finding]:
         """The scans' findings confirmed against the whole tree: new values (`Rule.resolve` never changes its argument)."""
         # Here, not at the top: a warm check returns before resolving and must import no rule module.
+        from codemods.analysis.models.frequency import ModelReach
         from codemods.rules.missing_repeated_blocks import MissingRepeatedBlocks
 
         resolved = []

@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cache
 
-from codemods.analysis.models.frequency import with_site_cost
 from codemods.findings import FileError, Finding
 from codemods.project.facts import FileFacts, extract_facts
 from codemods.project.files import SourceDecodeError, read_source
@@ -114,6 +113,9 @@ def scan_text(path: str, module: str, text: str, tree: TreeInfo, rules: list[Rul
 
 
 def _scan_source(source: SourceFile, tree: TreeInfo, rules: list[Rule]) -> FileScan:
+    # Here, not at the top: the engine imports this module, and a warm check must import no analysis.
+    from codemods.analysis.models.frequency import with_site_cost
+
     path, text = source.path, source.text
     facts = file_facts(source)
     if facts.facts is None:
