@@ -1,4 +1,5 @@
 import os
+import signal
 
 import pytest
 
@@ -28,3 +29,15 @@ def pytest_addoption(parser):
 def diffusers_trees(tmp_path_factory: pytest.TempPathFactory) -> DiffusersTrees:
     """Built once per test run, shared by all xdist workers: tests read these trees and never change them."""
     return build_once(tmp_path_factory, "diffusers-trees", build_diffusers_trees)
+
+
+@pytest.fixture(autouse=True)
+def _sigint_handler_kept():
+    """Every test leaves SIGINT's handler as it found it. One left changed (a run that ignores Ctrl-C afterwards, in
+    the bot's process) failed a later test of the same worker instead, far from its cause."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before:
+        signal.signal(signal.SIGINT, before)
+        pytest.fail(f"the test left SIGINT's handler changed: {after!r}, was {before!r}")
