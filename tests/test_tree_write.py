@@ -49,7 +49,7 @@ def test_one_file_changed_on_disk_means_no_file_is_written(files: list[Path]) ->
     assert _leftovers(files) == []
 
 
-def _replace_then_interrupt_at(monkeypatch: pytest.MonkeyPatch, call: int) -> None:
+def _replace_then_interrupt_at(monkeypatch: pytest.MonkeyPatch, files: list[Path], call: int) -> None:
     """The commit's `call`-th rename sends this process a real SIGINT, as Ctrl-C would at that instant.
 
     Sent to this thread (`raise_signal`): `kill()` lets the kernel hand it to any thread not blocking it (pytest-xdist
@@ -58,15 +58,16 @@ def _replace_then_interrupt_at(monkeypatch: pytest.MonkeyPatch, call: int) -> No
 
     def replace_then_signal(source: str, target: str) -> None:
         replace(source, target)
-        calls.append(target)
-        if len(calls) == call:
-            signal.raise_signal(signal.SIGINT)
+        if Path(target).parent == files[0].parent:  # `os` is patched for the whole process: count this test's only
+            calls.append(target)
+            if len(calls) == call:
+                signal.raise_signal(signal.SIGINT)
 
     monkeypatch.setattr(codemods.engine.tree_write.os, "replace", replace_then_signal)
 
 
 def test_ctrl_c_during_the_commit_finishes_it_then_interrupts(files: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    _replace_then_interrupt_at(monkeypatch, call=2)
+    _replace_then_interrupt_at(monkeypatch, files, call=2)
     write = TreeWrite(_planned(files))
     with pytest.raises(KeyboardInterrupt):
         write.run()
@@ -82,9 +83,10 @@ def test_ctrl_c_while_staging_writes_nothing_and_removes_the_staged_copies(
 
     def chmod_then_signal(path: str, mode: int) -> None:  # staging sets each copy's mode: the third gets Ctrl-C
         chmod(path, mode)
-        calls.append(path)
-        if len(calls) == 3:
-            signal.raise_signal(signal.SIGINT)
+        if Path(path).parent == files[0].parent:  # `os` is patched for the whole process: count this test's only
+            calls.append(path)
+            if len(calls) == 3:
+                signal.raise_signal(signal.SIGINT)
 
     monkeypatch.setattr(codemods.engine.tree_write.os, "chmod", chmod_then_signal)
     write = TreeWrite(_planned(files))
