@@ -41,3 +41,14 @@ def _sigint_handler_kept():
     if after is not before:
         signal.signal(signal.SIGINT, before)
         pytest.fail(f"the test left SIGINT's handler changed: {after!r}, was {before!r}")
+
+
+@pytest.fixture
+def python_sigint():
+    """SIGINT as a fresh Python process takes it (KeyboardInterrupt, not blocked in this thread), for tests that send
+    one to their own process: a full run's earlier modules (torch's among them) may leave this worker otherwise."""
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    yield
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    signal.signal(signal.SIGINT, handler)

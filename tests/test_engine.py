@@ -221,6 +221,7 @@ def test_a_lone_pipeline_file_gets_the_same_findings_whether_diffusers_is_import
     assert [f.code for f in named.findings] == ["DIF004"] * 3
 
 
+@pytest.mark.usefixtures("python_sigint")
 def test_ctrl_c_during_the_commit_finishes_it_and_says_every_file_was_written(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

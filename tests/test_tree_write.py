@@ -66,6 +66,7 @@ def _replace_then_interrupt_at(monkeypatch: pytest.MonkeyPatch, files: list[Path
     monkeypatch.setattr(codemods.engine.tree_write.os, "replace", replace_then_signal)
 
 
+@pytest.mark.usefixtures("python_sigint")
 def test_ctrl_c_during_the_commit_finishes_it_then_interrupts(files: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
     _replace_then_interrupt_at(monkeypatch, files, call=2)
     write = TreeWrite(_planned(files))
@@ -76,6 +77,7 @@ def test_ctrl_c_during_the_commit_finishes_it_then_interrupts(files: list[Path],
     assert _leftovers(files) == []
 
 
+@pytest.mark.usefixtures("python_sigint")
 def test_ctrl_c_while_staging_writes_nothing_and_removes_the_staged_copies(
     files: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
