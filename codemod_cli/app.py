@@ -1,7 +1,8 @@
 """`codemod`: the command line (typer). Exit codes: 0 nothing to report, 1 findings remain, 2 error.
 
 The commands live in their own modules (`cli_run`, `cli_verify`; `codemod bot` in `codemod_cli.bot`); this one
-registers them, in the order `codemod --help` lists them, and turns every error into one line.
+registers them, in the order `codemod --help` lists them, and turns every error into one line. `verify` and `bot`
+are built only when they run or a help lists them (`_Commands`).
 """
 
 from __future__ import annotations
@@ -11,16 +12,36 @@ from typing import Annotated
 
 import click
 import typer
+from typer.core import TyperGroup
 
-# `codemod bot ...`: codemod_cli.bot imports only typer; PyGithub and torch load when a bot command runs.
-from codemod_cli.bot import bot_app
 from codemod_cli.run import ERROR_PREFIX, EXIT_CODES, run
-from codemod_cli.verify import VERIFY_EXIT_CODES, verify
 from codemods.errors import RunAborted, UsageError
 from codemods.project.config import ConfigError
 
+
+class _Commands(TyperGroup):
+    """The app's commands, `verify` and `bot` built only when they run or a help lists them: typer reads every
+    command's signature on each start, and theirs (many options) took a tenth of a warm `codemod run --check`."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), "verify", "bot"]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        # Their modules import only typer: torch, diffusers and PyGithub load when one of their commands runs.
+        if name == "verify":
+            from codemod_cli.verify import verify_app
+
+            return typer.main.get_command(verify_app)
+        if name == "bot":
+            from codemod_cli.bot import bot_app
+
+            return typer.main.get_command(bot_app)
+        return super().get_command(ctx, name)
+
+
 app = typer.Typer(
     name="codemod",
+    cls=_Commands,
     help=f"Find and fix performance anti-patterns in diffusers.\n\n{EXIT_CODES}",
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -48,7 +69,6 @@ def _options(
 
 
 app.command(epilog=EXIT_CODES)(run)
-app.add_typer(bot_app)
 
 
 @app.command()
@@ -73,9 +93,6 @@ def explain(
     from codemods.output.rule_docs import explain_text
 
     print(explain_text(code), end="")
-
-
-app.command(epilog=VERIFY_EXIT_CODES)(verify)
 
 
 def main() -> None:

@@ -153,6 +153,11 @@ def verify(
     raise typer.Exit(report.exit_code())
 
 
+# `codemod verify`, as the app builds it when the command runs or a help lists it (codemod_cli/app.py).
+verify_app = typer.Typer(add_completion=False, rich_markup_mode=None)
+verify_app.command(epilog=VERIFY_EXIT_CODES)(verify)
+
+
 def _require_diffusers_root(src: Path) -> None:
     """SRC is the diffusers package itself: a `diffusers` directory with an `__init__.py`, not inside another package."""
     package = src.resolve()

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import typer
 import yaml
@@ -157,7 +158,8 @@ def test_the_docs_job_table_lists_the_workflows_jobs_in_order() -> None:
 
 
 def test_every_bot_command_in_the_workflow_exists_with_those_options() -> None:
-    bot = typer.main.get_command(app).commands["bot"]
+    group = typer.main.get_command(app)
+    bot = group.get_command(click.Context(group), "bot")
     jobs = load("bot.yml")["jobs"]
 
     used = [command for job in jobs.values() for command in _commands(job)]
