@@ -6,12 +6,16 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from codemod_cli.options import NoCache, Select
 from codemods.errors import RunInterrupted, UsageError
+
+if TYPE_CHECKING:
+    from codemods.engine.run_inputs import RunInputs
+    from codemods.engine.run_result import RunOptions, RunResult
 
 # The one prefix of every error line, whether the run stopped (exit 2) or one file could not be handled.
 ERROR_PREFIX = "codemod: error: "
@@ -84,8 +88,8 @@ def run(
 ) -> None:
     """Apply safe fixes in place (default), or show them (--diff), or only report (--check)."""
     from codemods.engine.cache import cache_directory
-    from codemods.engine.entry import Mode, RunOptions
-    from codemods.engine.entry import run as run_engine
+    from codemods.engine.run_inputs import RunInputs
+    from codemods.engine.run_result import Mode, RunOptions
 
     if diff and check:
         raise UsageError("--diff and --check cannot be used together")
@@ -108,16 +112,10 @@ def run(
         opt_in=tuple(opt_in or ()),
         context=context.resolve() if context else None,
     )
-    try:
-        with _progress(enabled=output_format is OutputFormat.text) as progress:
-            result = run_engine(options, progress)
-    except RunInterrupted as interrupted:
-        print(f"codemod: {interrupted}", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        # The run has ended (nothing written, or the commit finished). Not `typer.Exit`: the interpreter's own
-        # shutdown joins the process pool's manager thread, which the interrupt left mid-teardown, and could
-        # print a traceback after the one line (seen once in three Ctrl-C runs).
-        os._exit(130)
+    inputs = RunInputs.of(options)
+    result = inputs.known_result()
+    if result is None:
+        result = _computed(options, inputs, progress=output_format is OutputFormat.text)
     _print_result(result, output_format, include_cold)
     code = result.exit_code(include_cold)
     if in_place is not None:
@@ -129,6 +127,23 @@ def run(
         for line in in_place.turned_on_lines(result.changes):
             print(line, file=sys.stderr)
     raise typer.Exit(code)
+
+
+def _computed(options: RunOptions, inputs: RunInputs, progress: bool) -> RunResult:
+    """The engine's result, with a progress bar on a terminal; an interrupt ends the process in one line."""
+    # Here, not at the top: a check whose result is known (a warm one, the pre-commit hook's) imports no engine.
+    from codemods.engine.entry import run as run_engine
+
+    try:
+        with _progress(enabled=progress) as update:
+            return run_engine(options, update, inputs)
+    except RunInterrupted as interrupted:
+        print(f"codemod: {interrupted}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        # The run has ended (nothing written, or the commit finished). Not `typer.Exit`: the interpreter's own
+        # shutdown joins the process pool's manager thread, which the interrupt left mid-teardown, and could
+        # print a traceback after the one line (seen once in three Ctrl-C runs).
+        os._exit(130)
 
 
 def _repo_checks_before(paths: tuple[Path, ...]):  # -> bot.verify.checkout.repo_checks.InPlaceChecks
@@ -163,7 +178,7 @@ def _print_result(result, output_format: OutputFormat, include_cold: bool) -> No
         if text:
             print(text)
     else:
-        from codemods.engine.entry import Mode
+        from codemods.engine.run_result import Mode
 
         # With --diff, stdout is the patch alone (`> fixes.patch`); what the run found goes to stderr.
         findings_stream = sys.stdout

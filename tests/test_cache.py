@@ -155,9 +155,50 @@ def test_a_warm_check_reuses_the_whole_result_without_importing_a_rule(checkout:
     )
     cold, warm = (subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True) for _ in "12")
     assert cold.stdout.startswith("False 1 ['codemods.rules.complex_buffer'")
-    # Nor the analyses (a tenth of a warm run's time when they were): only the constant naming `_repeated_blocks`,
-    # which the edits' vocabulary shares.
-    assert warm.stdout == "True 1 [] ['codemods.analysis.models', 'codemods.analysis.models.block_stacks']\n"
+    # Nor the analyses (a tenth of a warm run's time when they were), not even for the values DIF003's findings
+    # carried for its `resolve` (the result is kept without them).
+    assert warm.stdout == "True 1 [] []\n"
+
+
+# What a warm `codemod run --check` (the pre-commit hook's every run) imports of the tool: the command line without
+# `verify` and `bot`, the lookup of the known result and the text report. No scan, rule, analysis or worker pool:
+# each was a share of a warm run's time when it was imported.
+WARM_CHECK_IMPORTS = [
+    "codemod_cli",
+    "codemod_cli.app",
+    "codemod_cli.options",
+    "codemod_cli.run",
+    "codemods",
+    "codemods.engine",
+    "codemods.engine.cache",
+    "codemods.engine.discovery",
+    "codemods.engine.result_cache",
+    "codemods.engine.run_inputs",
+    "codemods.engine.run_result",
+    "codemods.errors",
+    "codemods.findings",
+    "codemods.output",
+    "codemods.output.report",
+    "codemods.project",
+    "codemods.project.config",
+    "codemods.project.frozen",
+    "codemods.project.layout",
+]
+
+
+def test_a_warm_check_from_the_command_line_imports_only_the_lookup_and_the_report(
+    checkout: Path, tmp_path: Path
+) -> None:
+    model = checkout / "src" / "diffusers" / MODEL
+    cold, warm = (
+        codemod("run", "--check", str(model), cwd=tmp_path, context=False, env={"PYTHONPROFILEIMPORTTIME": "1"})
+        for _ in "12"
+    )
+    imported = [line.rsplit("|", 1)[1].strip() for line in warm.stderr.splitlines() if line.startswith("import time:")]
+    assert (cold.returncode, warm.returncode, warm.stdout) == (1, 1, cold.stdout)
+    assert "DIF003" in warm.stdout
+    assert sorted(name for name in imported if name.split(".")[0] in ("codemods", "codemod_cli")) == WARM_CHECK_IMPORTS
+    assert not {"concurrent.futures", "multiprocessing", "hashlib", "tempfile", "json"} & set(imported)
 
 
 def test_a_warm_check_names_the_rules_of_the_cold_one(checkout: Path, tmp_path: Path) -> None:

@@ -18,16 +18,19 @@ The directory is `.codemod_cache/` at the project root of the paths run on (see 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
-import tempfile
 from collections.abc import Callable, Iterable
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
 from codemods import __version__
+
+try:  # hashlib's own blake2b (the same digests): importing hashlib loads OpenSSL, a twentieth of a warm check
+    from _blake2 import blake2b
+except ImportError:  # a Python built without its own blake2 (`--with-builtin-hashlib-hashes`)
+    from hashlib import blake2b
 
 T = TypeVar("T")
 
@@ -41,19 +44,19 @@ _UNREADABLE = (OSError, EOFError, ValueError, pickle.UnpicklingError, AttributeE
 def digest(identity: str, data: bytes) -> str:
     """Identity of what is computed from `data` for the file that `identity` names (its path, or its place in its
     tree: codemods/engine/scan_keys.py)."""
-    return hashlib.blake2b(identity.encode() + b"\0" + data, digest_size=16).hexdigest()
+    return blake2b(identity.encode() + b"\0" + data, digest_size=16).hexdigest()
 
 
 def content_digest(data: bytes) -> str:
     """Identity of a file's bytes alone, wherever the file lies."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return blake2b(data, digest_size=16).hexdigest()
 
 
 @cache
 def tool_digest() -> str:
     """The tool's own source: a cache made by other code (a fixed rule, an upgrade) is never reused."""
     package = Path(__file__).resolve().parent
-    hasher = hashlib.blake2b(__version__.encode(), digest_size=16)
+    hasher = blake2b(__version__.encode(), digest_size=16)
     for path in sorted(package.rglob("*.py")):
         hasher.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     return hasher.hexdigest()
@@ -79,7 +82,7 @@ def cache_directory(paths: Iterable[Path]) -> Path:
 class ScanCache:
     def __init__(self, directory: Path | None, key: str) -> None:
         self._directory = directory
-        name = hashlib.blake2b(f"{tool_digest()}|{key}".encode(), digest_size=12).hexdigest()
+        name = blake2b(f"{tool_digest()}|{key}".encode(), digest_size=12).hexdigest()
         self._index_path = directory / f"index-{name}.pickle" if directory else None
         self._scans_path = directory / f"scan-{name}.pickle" if directory else None
         self._stats: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime_ns, content digest)
@@ -181,6 +184,8 @@ def _load(path: Path, empty: Any) -> Any:
 
 
 def _dump(path: Path, value: Any) -> None:
+    import tempfile  # here, not at the top: a warm check writes nothing
+
     with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False) as handle:
         pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
     os.replace(handle.name, path)

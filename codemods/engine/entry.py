@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING
 
 from codemods.engine.cache import ScanCache, content_digest
 from codemods.engine.copy_declines import copy_decline
-from codemods.engine.discovery import discover
 from codemods.engine.interrupts import InterruptWatch
-from codemods.engine.result_cache import ResultCache
+from codemods.engine.run_inputs import RunInputs
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
 from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
 from codemods.engine.scan_keys import ScanKeys
@@ -31,11 +30,12 @@ from codemods.engine.tree_write import PlannedWrite, TreeWrite, interrupted_line
 from codemods.engine.worker_pool import in_workers
 from codemods.errors import RunInterrupted, UsageError
 from codemods.findings import FileError, Finding, FixSafety
-from codemods.project.config import Config, find_pyproject, load_config
+from codemods.project.config import Config
 from codemods.project.facts import FileFacts
 from codemods.project.files import SourceText
 from codemods.project.frozen import is_deprecated_pipeline
-from codemods.project.index import ProjectIndex, TreeInfo, module_name, package_root, tree_relative
+from codemods.project.index import ProjectIndex, TreeInfo, module_name, tree_relative
+from codemods.project.layout import package_root
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
 from codemods.source import SourceFile
@@ -46,16 +46,15 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, int], None]
 
 
-def run(options: RunOptions, progress: Progress | None = None) -> RunResult:
-    config = load_config(find_pyproject(options.paths))
+def run(options: RunOptions, progress: Progress | None = None, inputs: RunInputs | None = None) -> RunResult:
+    """`inputs`: what the caller already read of the run (`RunInputs.of(options)`, to look for a known result first)."""
+    inputs = inputs if inputs is not None else RunInputs.of(options)
+    # Before any rule is imported: a check over unchanged inputs is only a lookup.
+    if (known := inputs.known_result()) is not None:
+        return known
+    config, files, results = inputs.config, inputs.files, inputs.results
     select = options.select if options.select is not None else config.select
     ignore = options.ignore if options.ignore is not None else config.ignore
-    base = config.pyproject.parent if config.pyproject else Path.cwd()
-    files = discover(options.paths, config.exclude, base)
-    # Before any rule is imported: a check over unchanged inputs is only a lookup.
-    results = ResultCache.of(options, config, files)
-    if results is not None and (known := results.get()) is not None:
-        return known
     rules = select_rules(select, ignore)
     if not rules:  # `--select ''`, or `--select X --ignore X`: a run that checks nothing must not pass
         raise UsageError(

@@ -16,19 +16,21 @@ Only a check is kept: a diff or a write carries the fixed texts and runs the for
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from codemods.engine.cache import ResultStore, ScanCache, tool_digest
+from codemods.engine.cache import ResultStore, ScanCache, content_digest, tool_digest
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
+from codemods.findings import Finding
 from codemods.project.config import Config
-from codemods.project.index import package_root
-from codemods.project.test_modules import tests_dir_of
-from codemods.rules.base import Rule
+from codemods.project.layout import package_roots, tests_dir_of
+
+if TYPE_CHECKING:
+    from codemods.rules.base import Rule
 
 # Results of other checks kept beside this one's (other selections, other trees, the hook's files).
 _MAX_RESULTS = 16
@@ -61,24 +63,28 @@ class ResultCache:
 
     def put(self, result: RunResult) -> None:
         # The rules by code: they are the tool's code, which the key holds, and loading them costs an import each.
-        self._store.put(self.key, (replace(result, rules=[]), tuple(rule.code for rule in result.rules)))
+        # The findings without what only the rules' `resolve` reads of them (`Finding.extra`): no report does, and
+        # loading its values (the rules' own types) would import the rules' and analyses' modules.
+        kept = replace(
+            result, rules=[], findings=_without_extra(result.findings), skipped=_without_extra(result.skipped)
+        )
+        self._store.put(self.key, (kept, tuple(rule.code for rule in result.rules)))
         self._digests.save(set())
 
     def _key(self, options: RunOptions, config: Config, files: list[Path]) -> str:
-        hasher = hashlib.blake2b(digest_size=16)
-        hasher.update(f"{tool_digest()}|{replace(options, jobs=0, cache_dir=None)!r}|{config!r}|{Path.cwd()}".encode())
+        parts = [f"{tool_digest()}|{replace(options, jobs=0, cache_dir=None)!r}|{config!r}|{Path.cwd()}".encode()]
         if config.pyproject is not None:
-            hasher.update(config.pyproject.read_bytes())
-        for path in sorted(self._inputs(files, options.context)):
-            hasher.update(f"\0{path}\0{self._digests.file_digest(path)}".encode())
-        return hasher.hexdigest()
+            parts.append(config.pyproject.read_bytes())
+        inputs = sorted(self._inputs(files, options.context))
+        parts.append("".join(f"\0{path}\0{self._digests.file_digest(path)}" for path in inputs).encode())
+        return content_digest(b"".join(parts))
 
     @staticmethod
     def _inputs(files: list[Path], context: Path | None) -> set[str]:
         """Every file the run may read: its own, the rest of their trees, what the trees are checked against,
         and the `--context` package that files outside any package look classes up in."""
         inputs = {str(file) for file in files}
-        roots = {package_root(directory) for directory in {file.parent for file in files}}
+        roots = set(package_roots(map(Path, {os.path.dirname(file) for file in inputs})).values())
         trees: set[Path] = {root for root in roots if root is not None}
         if None in roots and context is not None:
             trees.add(context)
@@ -88,7 +94,7 @@ class ResultCache:
         return inputs
 
 
-class SelectedRules(Sequence[Rule]):
+class SelectedRules(Sequence["Rule"]):
     """A cached result's rules, imported only when a report reads them (the GitHub format names each finding's)."""
 
     def __init__(self, codes: tuple[str, ...]) -> None:
@@ -105,6 +111,10 @@ class SelectedRules(Sequence[Rule]):
 
     def __len__(self) -> int:
         return len(self._codes)
+
+
+def _without_extra(findings: list[Finding]) -> list[Finding]:
+    return [replace(finding, extra={}) if finding.extra else finding for finding in findings]
 
 
 def _python_files(tree: Path) -> Iterable[str]:

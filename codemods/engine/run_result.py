@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 from codemods.findings import FileError, Finding
 from codemods.project.frozen import DEPRECATED_REASON
-from codemods.rules.base import Rule
 
 if TYPE_CHECKING:
     from codemods.edits.formatter import GateReport
+    from codemods.rules.base import Rule
 
 
 class Mode(str, enum.Enum):

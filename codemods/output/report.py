@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import difflib
-import json
 import os
 
 from codemods import __version__
-from codemods.engine.entry import Mode, RunResult
+from codemods.engine.run_result import Mode, RunResult
 from codemods.findings import Finding, FixSafety
 
 
@@ -146,6 +145,8 @@ def unified_diff(result: RunResult) -> str:
 
 
 def as_json(result: RunResult, include_cold: bool = False) -> str:
+    import json  # here, not at the top: only the JSON format pays for it (the pre-commit hook prints text)
+
     listed = _every_finding(result)
     kept = shown(listed, include_cold)
     counts = {"not_listed_cold": len(listed) - len(kept), "listed_patterns": len(by_pattern(kept))}

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from codemods import __version__
-from codemods.engine.entry import Mode, RunResult
+from codemods.engine.run_result import Mode, RunResult
 from codemods.findings import Finding
 from codemods.output.report import cost_note, display_path, shown
 from codemods.output.rule_docs import TOOL_URL

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codemods.project.index import ProjectIndex, package_root
-from codemods.project.test_modules import CheckoutTestModules, TestModule, tests_dir_of
+from codemods.project.index import ProjectIndex
+from codemods.project.layout import package_root, tests_dir_of
+from codemods.project.test_modules import CheckoutTestModules, TestModule
 
 
 def tests_turned_on(index: ProjectIndex, path: str, model: str, attribute: str) -> list[str]:

@@ -34,18 +34,6 @@ def installed_diffusers() -> Path | None:
     return Path(spec.origin).parent if spec and spec.origin else None
 
 
-def package_root(path: Path) -> Path | None:
-    """The outermost package directory holding `path` (`.../src/diffusers` for any file inside it)."""
-    directory = path if path.is_dir() else path.parent
-    root = None
-    while (directory / "__init__.py").is_file():
-        root = directory
-        if directory.parent == directory:
-            break
-        directory = directory.parent
-    return root
-
-
 def tree_relative(path: str | Path, root: Path | None) -> str:
     """How a message names a file: from the package's parent (`diffusers/models/x.py`), or from the checkout in a
     `src/` layout (`src/diffusers/models/x.py`, as diffusers names its own files); a file outside any package by its

@@ -23,6 +23,7 @@ from functools import cached_property
 from pathlib import Path
 
 from codemods.project.index import FileMemo, uncached
+from codemods.project.layout import tests_dir_of
 from codemods.project.test_sources import CheckoutTest, configured_classes
 from codemods.project.test_walk import MethodReading, walk_module
 
@@ -58,13 +59,6 @@ class TestModule:
     configures: frozenset[str]  # classes its test classes take as `pipeline_class`/`model_class`
     imports: frozenset[str]  # names it imports from diffusers (absolute imports)
     configurations: tuple[CheckoutTest, ...]  # its test classes that configure a model or a pipeline
-
-
-def tests_dir_of(package: Path) -> Path | None:
-    """`<checkout>/tests` for a tree at `<checkout>/src/<package>`, if there is one."""
-    if package.parent.name == "src" and (package.parent.parent / "tests" / "__init__.py").is_file():
-        return package.parent.parent / "tests"
-    return None
 
 
 def read_test_module(text: str) -> TestModule | None:

@@ -18,7 +18,8 @@ from pathlib import Path
 from codemods.engine.entry import Mode, RunOptions, RunResult, run
 from codemods.findings import Finding
 from codemods.project.facts import FileFacts
-from codemods.project.index import module_name, package_root, parse_facts
+from codemods.project.index import module_name, parse_facts
+from codemods.project.layout import package_root
 from codemods.rules.missing_repeated_blocks import TURNED_ON_TESTS, MissingRepeatedBlocks
 
 _IGNORED_IN_COPY = shutil.ignore_patterns("__pycache__", "*.pyc")

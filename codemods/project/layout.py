@@ -1,0 +1,38 @@
+"""Where a tree lies: the package a file belongs to, and its checkout's `tests/`.
+
+Path questions only (no file is read): a warm check asks them of every directory it runs on before it
+knows whether anything needs reading, so this module imports nothing of the rest of the project.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def package_root(path: Path) -> Path | None:
+    """The outermost package directory holding `path` (`.../src/diffusers` for any file inside it)."""
+    directory = path if path.is_dir() else path.parent
+    return package_roots([directory])[directory]
+
+
+def package_roots(directories: Iterable[Path]) -> dict[Path, Path | None]:
+    """`package_root` of each directory, each directory on the way up looked at once (a tree's hundreds of
+    directories share their parents: asked one by one, they took a tenth of a warm check)."""
+    roots: dict[Path, Path | None] = {}
+
+    def root_of(directory: Path) -> Path | None:
+        if directory not in roots:
+            above = directory.parent
+            inside = (directory / "__init__.py").is_file()
+            roots[directory] = ((root_of(above) if above != directory else None) or directory) if inside else None
+        return roots[directory]
+
+    return {directory: root_of(directory) for directory in directories}
+
+
+def tests_dir_of(package: Path) -> Path | None:
+    """`<checkout>/tests` for a tree at `<checkout>/src/<package>`, if there is one."""
+    if package.parent.name == "src" and (package.parent.parent / "tests" / "__init__.py").is_file():
+        return package.parent.parent / "tests"
+    return None
