@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from cli_runner import codemod
 
+import codemods
+from codemods.engine.cache import tool_digest
 from codemods.engine.entry import Mode, RunOptions, RunResult, run
 from codemods.project.index import installed_diffusers
 from tools.fixture_cases import all_cases, find_case, write_files
@@ -247,6 +249,15 @@ def test_a_change_to_the_tools_source_is_a_miss(checkout: Path, tmp_path: Path, 
     _check(model, tmp_path / "cache")
     monkeypatch.setattr("codemods.engine.result_cache.tool_digest", lambda: "another tool")
     assert _check(model, tmp_path / "cache").scan_stats.result_reused is False
+
+
+def test_the_tools_source_is_every_module_of_the_static_side_not_only_the_engine(monkeypatch) -> None:
+    read: list[Path] = []
+    read_bytes = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda path: read.append(path) or read_bytes(path))
+    tool_digest.__wrapped__()
+    assert read == sorted(Path(codemods.__file__).resolve().parent.rglob("*.py"))
+    assert any(path.parent.name == "rules" for path in read)
 
 
 def test_a_change_to_the_context_package_is_a_miss(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
-from codemods import __version__
+import codemods
 
 try:  # hashlib's own blake2b (the same digests): importing hashlib loads OpenSSL, a twentieth of a warm check
     from _blake2 import blake2b
@@ -55,8 +55,8 @@ def content_digest(data: bytes) -> str:
 @cache
 def tool_digest() -> str:
     """The tool's own source: a cache made by other code (a fixed rule, an upgrade) is never reused."""
-    package = Path(__file__).resolve().parent
-    hasher = blake2b(__version__.encode(), digest_size=16)
+    package = Path(codemods.__file__).resolve().parent  # all of it: a rule is as much the tool as the engine
+    hasher = blake2b(codemods.__version__.encode(), digest_size=16)
     for path in sorted(package.rglob("*.py")):
         hasher.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     return hasher.hexdigest()
