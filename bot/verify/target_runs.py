@@ -63,6 +63,7 @@ def verify_changes(
             checks,
             tests_dir=tests_at,
             measure_lock=lock,
+            keep_bytecode=True,
         ),
         WorkerRequest(
             str(changes.rewritten),
@@ -73,6 +74,7 @@ def verify_changes(
             checks,
             tests_dir=tests_at,
             measure_lock=lock,
+            keep_bytecode=True,
         ),
     ]
     if not specs:

@@ -49,8 +49,11 @@ def test_on_the_cpu_there_is_no_census_but_outputs_are_kept(tmp_path: Path) -> N
     assert Path(rope["outputs_file"]).is_file()
 
 
-def test_compile_checks_see_what_dif004_and_dif003_change(tmp_path: Path, scan_cache: Path) -> None:
+def test_compile_checks_see_what_dif004_and_dif003_change(
+    tmp_path: Path, scan_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The eager backend keeps this quick: graph breaks are dynamo's to find, whatever compiles the graph.
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # as a user may have it: only a kept copy gets bytecode
     files = ("pipelines/ddpm/pipeline_ddpm.py", "models/transformers/pixart_transformer_2d.py")
     src = installed_diffusers()
     paths = tuple(src / f for f in files)
@@ -60,10 +63,20 @@ def test_compile_checks_see_what_dif004_and_dif003_change(tmp_path: Path, scan_c
     sides = {}
     for tree in ("original", "rewritten"):
         package = str(getattr(changes, tree))
+        keep = tree == "rewritten"
         request = WorkerRequest(
-            package, "emu", list(checks), str(tmp_path / tree), checks=checks, compile_backend="eager"
+            package,
+            "emu",
+            list(checks),
+            str(tmp_path / tree),
+            checks=checks,
+            compile_backend="eager",
+            keep_bytecode=keep,
         )
         sides[tree] = run_tree(request)
+        # The worker wrote the bytecode of the modules it imported into the kept copy, and only there.
+        compiled = {path.name.split(".")[0] for path in Path(package).rglob("__pycache__/*.pyc")}
+        assert ({"__init__", "pipeline_ddpm", "pixart_transformer_2d"} <= compiled) is keep, compiled
     (ddpm_before, pixart_before), (ddpm_after, pixart_after) = sides["original"], sides["rewritten"]
     # `self.unet(image, t).sample` makes the compiled UNet build its output dataclass: a graph break.
     assert ddpm_before["compile"]["fullgraph"] == {

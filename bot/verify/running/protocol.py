@@ -23,6 +23,9 @@ class WorkerRequest:
     # diffusers) side by side, but never time a target while the other runs one.
     measure_lock: str | None = None
     scale: dict[str, Any] | None = None  # a real-scale run (`real_scale.Scale` fields): targets are case runs
+    # The tree is the verifier's own copy: the worker writes the bytecode of what it imports into it, so the
+    # processes that import the tree after it (the checkout's own tests, through a link to it) skip compiling.
+    keep_bytecode: bool = False
 
     @classmethod
     def load(cls, path: Path) -> WorkerRequest:

@@ -43,6 +43,9 @@ def main(argv: list[str]) -> int:
     # Before diffusers (and huggingface_hub) is imported. Built-in targets load nothing from the Hub.
     go_offline(stand_ins=any(SEPARATOR in name for name in request.targets))
     timings.lap("offline hub")
+    # Past PYTHONDONTWRITEBYTECODE (it keeps bytecode out of the user's trees, not the verifier's copies). Modules
+    # imported later outside the tree get theirs too where they have none (pip-installed ones have theirs).
+    sys.dont_write_bytecode = sys.dont_write_bytecode and not request.keep_bytecode
     import diffusers
 
     if Path(diffusers.__file__).parent.resolve() != Path(request.package).resolve():
