@@ -9,6 +9,7 @@ current output; `python -m tools.fixture_cases show CODE/name` prints a case bef
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,13 +20,26 @@ from tools.fixture_cases import Case, all_cases, find_case, make_diff, write_fil
 from tools.fixture_cases.sources import module_text
 
 
-def _run(code: str, target: Path):
+def _run(code: str, target: Path, cache: Path):
     # A case is a few diffusers modules taken out of their package: the classes they use are looked up in the
     # installed diffusers, as `codemod run --context` does.
     options = RunOptions(
-        paths=(target,), mode=Mode.WRITE, unsafe_fixes=True, select=(code,), jobs=1, context=installed_diffusers()
+        paths=(target,),
+        mode=Mode.WRITE,
+        unsafe_fixes=True,
+        select=(code,),
+        jobs=1,
+        context=installed_diffusers(),
+        cache_dir=cache,
     )
     return run(options)
+
+
+@pytest.fixture(scope="module")
+def scan_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One scan cache for the cases of a worker, as a user's runs share theirs: the installed diffusers' modules that
+    a case's classes lead to are parsed once, not in each of the two runs of every case."""
+    return tmp_path_factory.mktemp("scan-cache")
 
 
 def _render(result, root: Path) -> str:
@@ -45,10 +59,13 @@ def _tree_text(root: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("case", all_cases(), ids=lambda case: case.name)
-def test_fixture(case: Case, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_fixture(case: Case, tmp_path: Path, scan_cache: Path, request: pytest.FixtureRequest) -> None:
+    # The second run gets the cache as it was before the first: it scans the fixed files itself, rather than reading
+    # the scans the first run made of them while checking its fixes.
+    cache_before = shutil.copytree(scan_cache, tmp_path / "cache")
     before = case.input_files()
     root = write_files(before, tmp_path / "case")
-    result = _run(case.rule, root)
+    result = _run(case.rule, root, scan_cache)
     change, findings = make_diff(before, _tree_text(root)), _render(result, root)
     if request.config.getoption("--regen-fixtures"):
         case.expected_diff.write_text(change)
@@ -57,7 +74,7 @@ def test_fixture(case: Case, tmp_path: Path, request: pytest.FixtureRequest) -> 
     assert findings == case.expected_findings.read_text()
 
     fixed = _tree_text(root)
-    second = _run(case.rule, root)
+    second = _run(case.rule, root, cache_before)
     assert _tree_text(root) == fixed, "a second run changed the fixed code"
     assert not second.errors
 

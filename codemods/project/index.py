@@ -24,7 +24,7 @@ from codemods.project.files import SourceDecodeError, read_source
 T = TypeVar("T")
 
 _DEFINED_FUNCTION = re.compile(r"^def (\w+)", re.MULTILINE)
-_CLASS_NAME = re.compile(r"^\s*class (\w+)", re.MULTILINE)
+_CLASS_KEYWORD = re.compile(r"class (\w+)")
 _CITED = re.compile(r"Copied from[ \t]+diffusers\.(\S+)")
 
 
@@ -76,6 +76,18 @@ class TreeInfo:
         """These settings wherever the tree lies (a scan reads `root` only as there or not): every copy of a tree
         gets the same value, so copies share their scans (codemods/engine/scan_keys.py)."""
         return self if self.root is None else replace(self, root="<a package root>")
+
+
+def _class_names(text: str) -> list[str]:
+    """The names after each `class ` that only indentation precedes on its line, without parsing. A search for the
+    literal, then a look back along its line, is several times faster than `^\\s*class` tried at every line's start:
+    a run on a few files of a tree (or with `--context`) pays it on every other file."""
+    names = []
+    for match in _CLASS_KEYWORD.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if line_start == match.start() or text[line_start : match.start()].isspace():
+            names.append(match.group(1))
+    return names
 
 
 FactsLoader = Callable[[str, str, str], FileFacts | None]
@@ -174,7 +186,7 @@ class ProjectIndex:
         where: dict[str, list[str]] = {}
         for path in self.paths:
             known = self._facts.get(path)
-            names = known.classes if known is not None else _CLASS_NAME.findall(self.text(path) or "")
+            names = known.classes if known is not None else _class_names(self.text(path) or "")
             for name in names:
                 where.setdefault(name, []).append(path)
         return where

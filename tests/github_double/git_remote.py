@@ -6,7 +6,11 @@ the branch's current commit as `head.sha`; the double asks this bare repository 
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 # Fixed identity and dates keep commits reproducible and independent of the machine's git config.
@@ -64,14 +68,24 @@ class GitRemote:
 
 def create_bare_remote(bare_repo: Path, default_branch: str = "main") -> GitRemote:
     """Make a bare repository whose default branch holds one commit, like a freshly created GitHub repo."""
+    shutil.copytree(_fresh_remote(default_branch), bare_repo)
+    return GitRemote(bare_repo)
+
+
+@functools.cache
+def _fresh_remote(default_branch: str) -> Path:
+    """A fresh remote, made once per process and copied for each test: making one takes five git processes."""
+    scratch = Path(tempfile.mkdtemp(prefix="github-double-remote-"))
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    bare_repo = scratch / "remote.git"
     _git("init", "--bare", "--quiet", f"--initial-branch={default_branch}", str(bare_repo))
-    seed = bare_repo.parent / f"{bare_repo.name}-seed"
+    seed = scratch / "seed"
     _git("clone", "--quiet", str(bare_repo), str(seed))
     (seed / "README.md").write_text("# test repository\n")
     _git("add", "README.md", cwd=seed)
     _git("commit", "--quiet", "-m", "Initial commit", cwd=seed)
     _git("push", "--quiet", "origin", f"HEAD:refs/heads/{default_branch}", cwd=seed)
-    return GitRemote(bare_repo)
+    return bare_repo
 
 
 def push_branch(bare_repo: Path, branch: str, files: dict[str, str], base: str = "main") -> str:
@@ -94,7 +108,7 @@ def push_branches(bare_repo: Path, branches: list[str], files: dict[str, str], b
         path = work / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
-        _git("add", name, cwd=work)
+    _git("add", "--", *files, cwd=work)  # one git process, not one per file: a test's set-up pushes dozens
     _git("commit", "--quiet", "-m", f"Update {', '.join(branches)}", cwd=work)
     # Forced: the other branches may already exist elsewhere, and the caller wants them all on this commit.
     _git("push", "--quiet", "--force", "origin", *(f"HEAD:refs/heads/{branch}" for branch in branches), cwd=work)
