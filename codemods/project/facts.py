@@ -33,6 +33,8 @@ class MethodFacts:
     positional: tuple[str, ...]  # positional parameters, `self` left out
     keyword_only: tuple[str, ...]
     has_var_kwargs: bool
+    line: int  # of the `def` (its decorators above it): a reader parses only these lines of the file
+    end_line: int
     # When the method takes `return_dict`: the first items of the tuples it returns under
     # `if not return_dict:`, and the output dataclasses it returns otherwise.
     tuple_firsts: tuple[str, ...] = ()
@@ -158,6 +160,8 @@ def _method_facts(node: ast.FunctionDef | ast.AsyncFunctionDef) -> MethodFacts:
         positional=tuple(positional),
         keyword_only=tuple(a.arg for a in args.kwonlyargs),
         has_var_kwargs=args.kwarg is not None,
+        line=node.lineno,
+        end_line=node.end_lineno or node.lineno,
     )
     if not facts.takes_return_dict:
         return facts
@@ -190,6 +194,8 @@ def _method_facts(node: ast.FunctionDef | ast.AsyncFunctionDef) -> MethodFacts:
         positional=facts.positional,
         keyword_only=facts.keyword_only,
         has_var_kwargs=facts.has_var_kwargs,
+        line=facts.line,
+        end_line=facts.end_line,
         tuple_firsts=tuple(tuple_firsts),
         bare_returns=tuple(bare_returns),
         output_returns=tuple(outputs),

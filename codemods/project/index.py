@@ -131,9 +131,10 @@ class ProjectIndex:
         self._roots = sorted(set(roots))
         self._facts: dict[str, FileFacts | None] = dict(known)
         self._texts: dict[str, str | None] = {}
-        self._containing: dict[str, list[str]] = {}  # needle -> paths_containing(needle)
+        self._holding: dict[str, list[tuple[str, FileFacts]]] = {}  # needle -> facts_holding(needle)
         self._load = load
         self._checkout_facts: dict[Hashable, Any] = {}
+        self._tree_facts: dict[Hashable, Any] = {}
         self.file_memo = file_memo  # for what a checkout fact reads of files outside the trees
         # A tree consulted for class definitions only (never for copies), for files outside any package.
         self._reference = ProjectIndex([reference], {}, load) if reference and reference not in self._roots else None
@@ -157,6 +158,13 @@ class ProjectIndex:
         if key not in self._checkout_facts:
             self._checkout_facts[key] = compute()
         return self._checkout_facts[key]
+
+    def tree_fact(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, once per index: an answer drawn from the tree's files (what its pipelines call per step),
+        asked again for each finding, which an overlay computes anew (a fix may change it)."""
+        if key not in self._tree_facts:
+            self._tree_facts[key] = compute()
+        return self._tree_facts[key]
 
     def text(self, path: str) -> str | None:
         if path not in self._texts:
@@ -239,12 +247,21 @@ class ProjectIndex:
         """The file of `models.x.y` (dotted, without the package name) in any root."""
         return self._modules.get(module)
 
-    def paths_containing(self, needle: str) -> list[str]:
-        """Files of the tree whose text holds `needle` (a cheap first pass before parsing any of them)."""
-        # Memoized: rules ask the same question once per finding (every pipeline of the tree, per model).
-        if needle not in self._containing:
-            self._containing[needle] = [path for path in self.paths if needle in (self.text(path) or "")]
-        return self._containing[needle]
+    def facts_holding(self, needle: str) -> list[tuple[str, FileFacts]]:
+        """The facts of the tree's files, in path order, but of those the index has no facts of yet whose text does
+        not hold `needle` (a cheap first pass before parsing any). A file the run scanned is not read again: what a
+        rule gathers only from texts holding `needle` (its facts trigger) comes from those texts alone; a caller
+        whose facts may not need `needle` checks the text of the few files its facts name."""
+        # Memoized: rules ask once per finding. A file whose facts are read later either holds `needle` (it is in)
+        # or gives such a caller nothing.
+        if needle not in self._holding:
+            self._holding[needle] = [
+                (path, facts)
+                for path in self.paths
+                if (path in self._facts or needle in (self.text(path) or ""))
+                and (facts := self.facts(path)) is not None
+            ]
+        return self._holding[needle]
 
     @cached_property
     def _citing_files(self) -> dict[str, list[str]]:

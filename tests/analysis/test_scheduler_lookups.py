@@ -113,3 +113,37 @@ def test_a_lookup_under_another_condition_is_not_called_every_step(tmp_path: Pat
 
 def test_an_unknown_class_has_no_answer(installed: ProjectIndex) -> None:
     assert index_lookups(installed, "NoSuchScheduler", "step") is None
+
+
+def test_an_every_call_lookup_is_placed_on_its_line_in_the_file(tmp_path: Path) -> None:
+    # The method is read from its own lines (decorated, below a class it does not call): its lines are the file's.
+    index = _index(
+        tmp_path,
+        """
+        class Other:
+            def step(self, t):
+                return t
+
+        class Sched(Other):
+            @torch.no_grad()
+            def step(self, t):
+                return self._lookup(t)
+
+            def _lookup(self, t):
+                # every call
+                return self.index_for_timestep(t)
+        """,
+    )
+    assert every_call_lookup(index, ("Sched",), "step") == "`Sched._lookup`, line 13"
+
+
+def test_an_async_step_is_not_followed(tmp_path: Path) -> None:
+    index = _index(
+        tmp_path,
+        """
+        class Sched:
+            async def step(self, t):
+                return self.index_for_timestep(t)
+        """,
+    )
+    assert index_lookups(index, "Sched", "step") is None

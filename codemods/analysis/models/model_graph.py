@@ -252,25 +252,28 @@ def factory_blocks(index: ProjectIndex, code: str, path: str, model: str) -> Fac
 
 def builders(index: ProjectIndex, code: str, name: str) -> list[str]:
     """Classes of the tree whose `__init__` builds a `name` (other than `name` itself)."""
+    called = name + "("
     found = []
-    for path in index.paths_containing(name + "("):
+    for path, _ in index.facts_holding(called):
         graph = graph_of(index, path, code)
         for owner, parts in graph.classes.items() if graph is not None else ():
-            if owner != name and name in parts.builds:
+            if owner != name and name in parts.builds and called in (index.text(path) or ""):
                 found.append(owner)
     return found
 
 
 def denoising(index: ProjectIndex, code: str) -> Denoising:
-    """What the tree's pipelines call per step (gathered from every file that registers components)."""
+    """What the tree's pipelines call per step (gathered from every file that registers components, once per index:
+    each model's finding asks)."""
+    return index.tree_fact(("denoising", code), lambda: _gathered_denoising(index, code))
+
+
+def _gathered_denoising(index: ProjectIndex, code: str) -> Denoising:
     found: list[tuple[PipelineComponents, bool]] = []
-    for path in index.paths_containing(PIPELINE_TEXT):
+    for path, facts in index.facts_holding(PIPELINE_TEXT):  # a graph holds pipelines only where the text does
         graph = graph_of(index, path, code)
-        if graph is None:
-            continue
-        facts = index.facts(path)
-        deprecated = facts is not None and is_deprecated_pipeline(facts.module)
-        found.extend((pipeline, deprecated) for pipeline in graph.pipelines)
+        if graph is not None and graph.pipelines:
+            found.extend((pipeline, is_deprecated_pipeline(facts.module)) for pipeline in graph.pipelines)
     return Denoising.of(found)
 
 

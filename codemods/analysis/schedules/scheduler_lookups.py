@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from functools import lru_cache
-from weakref import WeakKeyDictionary
 
+from codemods.lines import LineIndex
 from codemods.project.facts import ClassFacts
 from codemods.project.index import ProjectIndex
 from codemods.source import self_attribute, statements
@@ -75,13 +75,7 @@ def index_lookups(index: ProjectIndex, class_name: str, method: str) -> IndexLoo
 
     Kept per index: every pipeline of a tree asks about the same few schedulers (thousands of times).
     """
-    known = _answers.setdefault(index, {})
-    if (class_name, method) not in known:
-        known[class_name, method] = _walked(index, class_name, method)
-    return known[class_name, method]
-
-
-_answers: WeakKeyDictionary[ProjectIndex, dict[tuple[str, str], IndexLookups | None]] = WeakKeyDictionary()
+    return index.tree_fact(("index_lookups", class_name, method), lambda: _walked(index, class_name, method))
 
 
 def _walked(index: ProjectIndex, class_name: str, method: str) -> IndexLookups | None:
@@ -233,12 +227,38 @@ def _method_node(index: ProjectIndex, facts: ClassFacts, method: str) -> ast.Fun
     text = index.text(facts.path)
     if text is None:
         return None
+    span = facts.methods[method]
+    own = _parsed_method(text, span.line, span.end_line)
+    if own is not None and own.name == method:
+        return own
+    # An `async def` (a `def` of the same name may come before it): the class's methods as the whole file gives them.
     return _methods_of(text, facts.line).get(method)
+
+
+@lru_cache(maxsize=512)
+def _parsed_method(text: str, line: int, end_line: int) -> ast.FunctionDef | None:
+    """The `def` on lines `line`..`end_line` of `text`, parsed alone (a walk reads a few methods of a scheduler
+    file, a third of its text) at its own line numbers, without its decorators (a walk reads the body); None if
+    those lines hold no `def` standing alone."""
+    lines = _lines(text)
+    # Below `if 1:` the def keeps its indentation, and blank lines above it keep its line numbers.
+    alone = "\n" * (line - 2) + "if 1:\n" + text[lines.start_of(line) : lines.start_of(end_line + 1)]
+    try:
+        (block,) = ast.parse(alone).body
+    except (SyntaxError, ValueError):
+        return None
+    node = block.body[0] if isinstance(block, ast.If) else None
+    return node if isinstance(node, ast.FunctionDef) and node.lineno == line else None
+
+
+@lru_cache(maxsize=32)
+def _lines(text: str) -> LineIndex:
+    return LineIndex(text)
 
 
 @lru_cache(maxsize=256)
 def _methods_of(text: str, class_line: int) -> dict[str, ast.FunctionDef]:
-    """The methods of the class defined at `class_line` (a scheduler file is parsed once per run)."""
+    """The methods of the class defined at `class_line` (a file is parsed whole once per run, if ever)."""
     return {
         node.name: node
         for cls in statements(_parsed(text).body, into_scopes=True)

@@ -101,9 +101,8 @@ def consumer_needs(
     holders = 0
     needs: list[tuple[str, SigmaUse]] = []
     calls: list[tuple[str, DelegatedCall]] = []
-    for path in index.paths_containing(CONSUMER_TEXT):
-        facts = index.facts(path)
-        if path == own_path or facts is None:
+    for path, facts in index.facts_holding(CONSUMER_TEXT):  # the rule's facts trigger: only texts holding it
+        if path == own_path:
             continue
         for consumer in facts.by_rule.get(code) or ():
             if any(t == scheduler or scheduler in index.expand_types(t) for t in consumer.scheduler_types):
