@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import ast
 import bisect
+from collections.abc import Iterator
 
-from codemods.node_index import CHILD_FIELDS
+from codemods.node_index import CHILD_FIELDS, Kind, NodeIndex
 
 
 def spans_a_line(node: ast.AST, wanted: list[int]) -> bool:
@@ -72,3 +73,20 @@ def _first_line(statement: ast.stmt) -> int:
 
 def _last_line(statement: ast.stmt) -> int:
     return statement.end_lineno or statement.lineno
+
+
+def nodes_below(
+    index: NodeIndex, node: ast.AST, ancestors: tuple[ast.AST, ...], kinds: Kind[ast.AST]
+) -> Iterator[tuple[ast.AST, tuple[ast.AST, ...]]]:
+    """The nodes of `kinds` under `node` (its ancestors: `ancestors`), each with its ancestors, in preorder: what a walk
+    of `node`'s whole subtree yields of them, without stepping on every name and constant of it."""
+    above = (*ancestors, node)
+    for found in index.nodes(kinds, node):
+        if found is node:
+            continue
+        between = []
+        parent = index.parent(found)
+        while parent is not node:
+            between.append(parent)
+            parent = index.parent(parent)  # type: ignore[arg-type] (`node` holds `found`: its parents lead to it)
+        yield found, (*above, *reversed(between))

@@ -48,6 +48,8 @@ class HostRead:
 
 
 _TESTS = (ast.If, ast.While, ast.IfExp, ast.Assert)  # a tuple: `A | B` would build a union on every call
+# The only kinds of node `host_reads` finds anything in: a walk for reads need not hand it any other.
+READING_NODES = (*_TESTS, ast.comprehension, ast.Call, ast.Subscript)
 
 
 def host_reads(node: ast.AST) -> Iterator[HostRead]:
