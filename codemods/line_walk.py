@@ -11,15 +11,17 @@ from collections.abc import Iterator
 
 from codemods.node_index import CHILD_FIELDS, Kind, NodeIndex
 
+# The nodes that may have decorators (tested by class: looking the field up on every other node fails, and slowly).
+DECORATED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+
 
 def spans_a_line(node: ast.AST, wanted: list[int]) -> bool:
     """Whether `node`'s lines (decorators included) hold one of `wanted` (sorted)."""
     start = getattr(node, "lineno", None)
     if start is None:  # arguments, comprehensions... have no position: look inside
         return True
-    first = getattr(node, "decorator_list", None)
-    if first:
-        start = min(start, min(d.lineno for d in first))
+    if node.__class__ in DECORATED and node.decorator_list:  # type: ignore[attr-defined]
+        start = min(start, min(d.lineno for d in node.decorator_list))  # type: ignore[attr-defined]
     end = node.end_lineno or start
     first_at_or_after = bisect.bisect_left(wanted, start)
     return first_at_or_after < len(wanted) and wanted[first_at_or_after] <= end

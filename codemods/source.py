@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from codemods.findings import NodeRef
-from codemods.line_walk import children_on_lines, nodes_below
+from codemods.line_walk import DECORATED, children_on_lines, nodes_below
 from codemods.lines import LineIndex, split_lines
 from codemods.node_index import BLOCK_FIELDS, CHILD_FIELDS, Kind, NodeIndex, index_when_asked
 from codemods.triggers import Trigger
@@ -167,8 +167,9 @@ class SourceFile:
             if kinds is None or isinstance(node, kinds):
                 yield node, ancestors
             line = getattr(node, "lineno", None)
-            # Below the root, a node on one line (not counting decorators) is on a wanted one, and so is all it holds.
-            if not ancestors or line is None or node.end_lineno != line or getattr(node, "decorator_list", None):
+            # Below the root, a node on one line is on a wanted one, and so is all it holds (but for a function's or a
+            # class's decorators: those are always walked line by line).
+            if not ancestors or line is None or node.end_lineno != line or node.__class__ in DECORATED:
                 children = children_on_lines(node, wanted)
             elif kinds is None:
                 children = child_nodes(node)
