@@ -121,7 +121,7 @@ class FunctionBindings:
         while stack:
             node, parent = stack.pop()
             parents[id(node)] = parent
-            if not isinstance(node, ast.stmt | ast.excepthandler | ast.match_case):
+            if not isinstance(node, _BLOCK_ITEMS):
                 continue  # a Lambda's body expression
             nodes.append(node)
             if isinstance(node, _SCOPES):
