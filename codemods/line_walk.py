@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import ast
 import bisect
+from collections.abc import Iterator
 
-from codemods.node_index import CHILD_FIELDS
+from codemods.node_index import CHILD_FIELDS, Kind, NodeIndex
+
+# The nodes that may have decorators (tested by class: looking the field up on every other node fails, and slowly).
+DECORATED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 
 
 def spans_a_line(node: ast.AST, wanted: list[int]) -> bool:
@@ -16,9 +20,8 @@ def spans_a_line(node: ast.AST, wanted: list[int]) -> bool:
     start = getattr(node, "lineno", None)
     if start is None:  # arguments, comprehensions... have no position: look inside
         return True
-    first = getattr(node, "decorator_list", None)
-    if first:
-        start = min(start, min(d.lineno for d in first))
+    if node.__class__ in DECORATED and node.decorator_list:  # type: ignore[attr-defined]
+        start = min(start, min(d.lineno for d in node.decorator_list))  # type: ignore[attr-defined]
     end = node.end_lineno or start
     first_at_or_after = bisect.bisect_left(wanted, start)
     return first_at_or_after < len(wanted) and wanted[first_at_or_after] <= end
@@ -72,3 +75,20 @@ def _first_line(statement: ast.stmt) -> int:
 
 def _last_line(statement: ast.stmt) -> int:
     return statement.end_lineno or statement.lineno
+
+
+def nodes_below(
+    index: NodeIndex, node: ast.AST, ancestors: tuple[ast.AST, ...], kinds: Kind[ast.AST]
+) -> Iterator[tuple[ast.AST, tuple[ast.AST, ...]]]:
+    """The nodes of `kinds` under `node` (its ancestors: `ancestors`), each with its ancestors, in preorder: what a walk
+    of `node`'s whole subtree yields of them, without stepping on every name and constant of it."""
+    above = (*ancestors, node)
+    for found in index.nodes(kinds, node):
+        if found is node:
+            continue
+        between = []
+        parent = index.parent(found)
+        while parent is not node:
+            between.append(parent)
+            parent = index.parent(parent)  # type: ignore[arg-type] (`node` holds `found`: its parents lead to it)
+        yield found, (*above, *reversed(between))

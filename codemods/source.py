@@ -14,9 +14,9 @@ from functools import cached_property
 from typing import Any
 
 from codemods.findings import NodeRef
-from codemods.line_walk import children_on_lines
+from codemods.line_walk import DECORATED, children_on_lines, nodes_below
 from codemods.lines import LineIndex, split_lines
-from codemods.node_index import BLOCK_FIELDS, CHILD_FIELDS, NodeIndex, index_when_asked
+from codemods.node_index import BLOCK_FIELDS, CHILD_FIELDS, Kind, NodeIndex, index_when_asked
 from codemods.triggers import Trigger
 
 _SUPPRESSION = re.compile(r"#\s*codemod:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
@@ -154,20 +154,28 @@ class SourceFile:
             found.update(self.line_index.line_of(m.start()) for m in pattern.finditer(self.text, start, end))
         return sorted(found)
 
-    def walk_lines(self, lines: Iterable[int], root: ast.AST | None = None) -> Iterator[tuple[ast.AST, Ancestors]]:
+    def walk_lines(
+        self, lines: Iterable[int], root: ast.AST | None = None, kinds: Kind[ast.AST] | None = None
+    ) -> Iterator[tuple[ast.AST, Ancestors]]:
         """Every node whose line range holds one of `lines`, with its ancestors, skipping the rest of the tree.
-        In preorder, from a stack: nested generators would pass each node up through every enclosing one."""
+        In preorder, from a stack: nested generators would pass each node up through every enclosing one.
+        `kinds`: only the nodes of these kinds are yielded; those below a node on one line come from the index."""
         wanted = sorted(set(lines))
         stack: list[tuple[ast.AST, Ancestors]] = [(root or self.tree, ())] if wanted else []
         while stack:
             node, ancestors = stack.pop()
-            yield node, ancestors
+            if kinds is None or isinstance(node, kinds):
+                yield node, ancestors
             line = getattr(node, "lineno", None)
-            # Below the root, a node on one line (not counting decorators) is on a wanted one, and so is all it holds.
-            if not ancestors or line is None or node.end_lineno != line or getattr(node, "decorator_list", None):
+            # Below the root, a node on one line is on a wanted one, and so is all it holds (but for a function's or a
+            # class's decorators: those are always walked line by line).
+            if not ancestors or line is None or node.end_lineno != line or node.__class__ in DECORATED:
                 children = children_on_lines(node, wanted)
-            else:
+            elif kinds is None:
                 children = child_nodes(node)
+            else:
+                yield from nodes_below(self.index, node, ancestors, kinds)
+                continue
             if children:
                 inner = (*ancestors, node)
                 stack += [(child, inner) for child in reversed(children)]

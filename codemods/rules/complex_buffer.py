@@ -64,7 +64,7 @@ class ComplexBuffer(Rule):
     trigger = Trigger(r"register_buffer\(", "register_buffer(")
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
-        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):
+        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger), kinds=ast.Call):
             if not _is_register_buffer(node) or len(node.args) < 2 and not _keyword(node, "tensor"):
                 continue
             value = node.args[1] if len(node.args) >= 2 else _keyword(node, "tensor")

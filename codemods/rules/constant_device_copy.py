@@ -128,7 +128,7 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
         hot = hot_paths(source)
         sites: dict[ast.ClassDef, list[Site]] = {}
         elements: dict[ast.ClassDef, list[Site]] = {}
-        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):
+        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger), kinds=ast.Call):
             move = device_move(node) if isinstance(node, ast.Call) else None
             if move is None:
                 continue

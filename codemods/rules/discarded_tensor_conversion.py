@@ -71,7 +71,7 @@ class DiscardedTensorConversion(Rule):
     trigger_text = trigger.literals
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
-        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):
+        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger), kinds=ast.Expr):
             conversion = discarded_conversion(node)
             if conversion is None:
                 continue

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from codemods.analysis.models.hot_paths import STEP_LOOPS, hot_paths
 from codemods.analysis.placement.class_places import PLACEMENT_UNKNOWN, places_at, traced_places_at
 from codemods.analysis.placement.host_built import VALUE_READS, fill_value, host_built
-from codemods.analysis.placement.host_reads import HostRead, host_reads
+from codemods.analysis.placement.host_reads import READING_NODES, HostRead, host_reads
 from codemods.analysis.placement.host_value_uses import host_read_message, path_to
 from codemods.analysis.placement.mask_guards import empty_mask_guard
 from codemods.analysis.schedules.precomputed_schedule import PRECOMPUTED, is_first_element_item, schedule_replay
@@ -122,7 +122,8 @@ class HostSyncInHotPath(Rule):
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         hot = hot_paths(source)
         seen: set[tuple[int, int]] = set()
-        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger, within=hot.ranges)):
+        lines = source.lines_matching(self.trigger, within=hot.ranges)
+        for node, ancestors in source.walk_lines(lines, kinds=READING_NODES):
             reads = list(host_reads(node))
             if not reads:
                 continue

@@ -112,7 +112,9 @@ class OutputAttributeAccess(Rule):
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         sites = []
-        for node, ancestors in source.walk_lines(source.lines_matching(self.trigger)):
+        for node, ancestors in source.walk_lines(
+            source.lines_matching(self.trigger), kinds=(ast.Attribute, ast.Subscript)
+        ):
             read = output_read(node, ancestors, source)
             if read is None:
                 continue

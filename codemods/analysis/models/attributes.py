@@ -10,11 +10,12 @@ anyone: a per-call `.to(device)` of it copies host-to-device on every call.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from codemods.analysis.values.enclosing import module_functions
+from codemods.line_walk import spans_a_line
 from codemods.source import SourceFile, dotted_name, self_attribute, statements, walk
 from codemods.triggers import Trigger
 
@@ -113,10 +114,10 @@ def class_attributes(
 
 def _calls(method: ast.AST, source: SourceFile | None, hints: list[int] | None) -> Iterator[ast.Call]:
     if source is None or hints is None:
-        nodes: Iterable[ast.AST] = walk(method)
-    else:
-        nodes = (node for node, _ in source.walk_lines(hints, root=method))
-    return (node for node in nodes if isinstance(node, ast.Call))
+        return (node for node in walk(method) if isinstance(node, ast.Call))
+    if not spans_a_line(method, hints):
+        return iter(())  # most methods hold none of the lines: not even their arguments are walked
+    return (node for node, _ in source.walk_lines(hints, root=method, kinds=ast.Call))  # type: ignore[misc]
 
 
 def _moves_itself(node: ast.AST, name: str) -> bool:

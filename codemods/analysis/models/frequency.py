@@ -106,9 +106,8 @@ def _deepest_statement(source: SourceFile, line: int) -> tuple[ast.AST, Ancestor
 
 def _walked_to_statement(source: SourceFile, line: int) -> tuple[ast.AST, Ancestors] | None:
     found = None
-    for node, ancestors in source.walk_lines([line]):
-        if isinstance(node, ast.stmt):
-            found = (node, ancestors)
+    for node, ancestors in source.walk_lines([line], kinds=ast.stmt):
+        found = (node, ancestors)
     return found
 
 

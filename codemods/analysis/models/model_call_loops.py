@@ -40,7 +40,7 @@ def host_data_per_denoiser_pass(source: SourceFile) -> Iterator[HostDataPerPass]
         return
     candidates = [
         (node, ancestors)
-        for node, ancestors in source.walk_lines(source.lines_matching(_CANDIDATE))
+        for node, ancestors in source.walk_lines(source.lines_matching(_CANDIDATE), kinds=ast.Call)
         if _host_data_on_device(node)
     ]
     if not candidates:

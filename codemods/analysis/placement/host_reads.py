@@ -35,6 +35,8 @@ _READING_TORCH = {
     "allclose": "compare",
 }
 _CONVERSIONS = {"int", "float", "bool"}
+# The last part of every `<...>.<attribute>(...)` call below that reads: a method, `.to`, or a `torch.` function.
+_READING_ATTRIBUTES = {*_READING_METHODS, "to", *_READING_TORCH, "where", "tensor", "as_tensor", "Tensor"}
 _IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
@@ -48,6 +50,8 @@ class HostRead:
 
 
 _TESTS = (ast.If, ast.While, ast.IfExp, ast.Assert)  # a tuple: `A | B` would build a union on every call
+# The only kinds of node `host_reads` finds anything in: a walk for reads need not hand it any other.
+READING_NODES = (*_TESTS, ast.comprehension, ast.Call, ast.Subscript)
 
 
 def host_reads(node: ast.AST) -> Iterator[HostRead]:
@@ -83,6 +87,8 @@ def _truth_reads(test: ast.expr, owner: ast.AST) -> Iterator[HostRead]:
 
 def _call_reads(call: ast.Call) -> Iterator[HostRead]:
     func = call.func
+    if isinstance(func, ast.Attribute) and func.attr not in _READING_ATTRIBUTES:
+        return  # most calls of all: a method or `torch.<f>` that reads nothing (no dotted name to work out)
     name = dotted_name(func) or ""
     if isinstance(func, ast.Attribute) and not name.startswith("torch."):
         if func.attr in _READING_METHODS and not (func.attr == "numpy" and _is_method(func.value, ("cpu",))):

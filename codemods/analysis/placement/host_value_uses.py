@@ -154,6 +154,8 @@ def used_as_size(function: ast.AST, chain: list[ast.AST]) -> str | None:
     if statement is None or not any(n is read for n in walk(statement.value)):
         return None
     derived = {name for t in statement.targets for name in _bound_names(t)}
+    if not derived:
+        return None  # the read is stored into no name (`self.n = x.item()`, `out[i] = ...`): none can become a size
     assignments = [
         (_names_in(n.value), {name for t in n.targets for name in _bound_names(t)})
         for n in nodes_within(function, ast.Assign)
@@ -171,7 +173,11 @@ def used_as_size(function: ast.AST, chain: list[ast.AST]) -> str | None:
     sizes = [
         node
         for node in nodes_within(function, ast.Call | ast.Slice)
-        if any(_size_position(node, c) and not _names_in(c).isdisjoint(derived) for c in ast.iter_child_nodes(node))
+        if _takes_sizes(node)
+        and any(
+            c is not getattr(node, "func", None) and not _names_in(c).isdisjoint(derived)
+            for c in ast.iter_child_nodes(node)
+        )
     ]
     if len(sizes) > 1:
         ids = {id(node) for node in sizes}
@@ -197,7 +203,13 @@ def _bound_names(target: ast.expr) -> list[str]:
 def _size_position(node: ast.AST, child: ast.AST) -> bool:
     """Whether `child` is where `node` takes a size or an index: an argument of `view`/`zeros`/`range`..., or a
     slice's bound (a tensor index is no size: `sigmas[i]` gathers on the device)."""
-    if isinstance(node, ast.Call) and child is not node.func:
+    return _takes_sizes(node) and child is not getattr(node, "func", None)
+
+
+def _takes_sizes(node: ast.AST) -> bool:
+    """Whether `node` takes sizes or indices (`_size_position`'s children of it): a call of `view`/`zeros`/`range`...,
+    or a slice."""
+    if isinstance(node, ast.Call):
         return (dotted_name(node.func) or getattr(node.func, "attr", "")).rsplit(".", 1)[-1] in _SIZE_TAKERS
     return isinstance(node, ast.Slice)
 

@@ -41,7 +41,7 @@ def callers(methods: Iterable[Function], method: Function) -> list[tuple[Functio
                 found.append((caller, node))
                 called.add(id(node.func))
         for node in nodes_within(caller, ast.Attribute):
-            if self_attribute(node) == method.name and id(node) not in called:
+            if node.attr == method.name and self_attribute(node) == method.name and id(node) not in called:
                 return None  # `self.<method>` handed on as a value: called where this class does not show
     return found or None
 

@@ -16,9 +16,16 @@ from codemods.source import dotted_name, local_or_self_name
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+# Tuples, not `A | B`: a union is built again each time the expression runs (for every statement of every function).
+_TESTED_LOOPS = (ast.If, ast.While)
+_FOR_LOOPS = (ast.For, ast.AsyncFor)
+_WITHS = (ast.With, ast.AsyncWith)
+_IMPORTS = (ast.Import, ast.ImportFrom)
 
 
-@dataclass(frozen=True, eq=False)
+# Not frozen, though nothing changes one once made: a frozen dataclass sets each field through `object.__setattr__`,
+# five times slower to build, and an analysis builds one for every parameter and assignment of every function.
+@dataclass(eq=False, slots=True)
 class Binding:
     """`name` bound by `owner` (a statement, a comprehension, or the function for a parameter).
 
@@ -52,7 +59,7 @@ def bindings_by_name(function: Function, statements: list[ast.AST]) -> dict[str,
             add(Binding(argument.arg, function, "python"))
     walruses = bool(nodes_within(function, ast.NamedExpr))  # rare: one look instead of one per `if` and `while`
     for node in statements:
-        if walruses and isinstance(node, ast.If | ast.While):
+        if walruses and isinstance(node, _TESTED_LOOPS):
             # The one place diffusers binds with `:=` (statements are walked, not expressions).
             for walrus in nodes_within(node.test, ast.NamedExpr):
                 _bind(walrus.target, node, "value", walrus.value, add)
@@ -65,13 +72,13 @@ def bindings_by_name(function: Function, statements: list[ast.AST]) -> dict[str,
             name = local_or_self_name(node.target)
             if name:
                 add(Binding(name, node, "augmented", node.value, operator=node.op))
-        elif isinstance(node, ast.For | ast.AsyncFor):
+        elif isinstance(node, _FOR_LOOPS):
             _bind_loop(node.target, node.iter, node, add)
-        elif isinstance(node, ast.With | ast.AsyncWith):
+        elif isinstance(node, _WITHS):
             for item in node.items:
                 if item.optional_vars is not None:
                     _bind(item.optional_vars, node, "unknown", None, add)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
+        elif isinstance(node, _IMPORTS):
             for alias in node.names:
                 add(Binding((alias.asname or alias.name).split(".")[0], node, "python"))
         elif isinstance(node, ast.ExceptHandler) and node.name:

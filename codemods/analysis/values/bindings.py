@@ -121,7 +121,7 @@ class FunctionBindings:
         while stack:
             node, parent = stack.pop()
             parents[id(node)] = parent
-            if not isinstance(node, ast.stmt | ast.excepthandler | ast.match_case):
+            if not isinstance(node, _BLOCK_ITEMS):
                 continue  # a Lambda's body expression
             nodes.append(node)
             if isinstance(node, _SCOPES):
@@ -235,7 +235,8 @@ class FunctionBindings:
     def _all(self) -> dict[str, list[Binding]]:
         found = bindings_by_name(self.function, self._statements[0])
         for bindings in found.values():
-            bindings.sort(key=self._where)
+            if len(bindings) > 1:  # most names are bound once: no key to work out
+                bindings.sort(key=self._where)
         return found
 
 
