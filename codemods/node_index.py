@@ -24,6 +24,7 @@ import weakref
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterator
+from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
 Node = TypeVar("Node", bound=ast.AST)
@@ -90,8 +91,10 @@ class NodeIndex:
         self._by_kind: dict[object, tuple[list[int], list[ast.AST]]] = {}
         self._groups: dict[str, dict[object, tuple[list[int], list[ast.AST]]]] = {}
         self._parents: list[int] = []  # -1 for the root
-        self._depth: list[int] | None = None
+        # While walking: each class met, with its positions and child fields (one lookup a node, not two).
+        self._classes: dict[type[ast.AST], tuple[list[int], tuple[str, ...]]] = {}
         self._walk(root)
+        del self._classes
         _LIVE.append(weakref.ref(self, _LIVE.remove))
 
     def _walk(self, root: ast.AST) -> None:
@@ -101,6 +104,7 @@ class NodeIndex:
             # Deeper than Python's recursion limit (a long `a + b + ...`). `ast.parse` refuses trees a few times
             # deeper than the limit, and recursion between Python functions does not grow the C stack (3.11+).
             self._nodes.clear(), self._ends.clear(), self._parents.clear(), self._by_class.clear()
+            self._classes.clear()
             limit = sys.getrecursionlimit()
             sys.setrecursionlimit(_DEEPER * limit)
             try:
@@ -116,12 +120,13 @@ class NodeIndex:
         node._codemod_position = position  # type: ignore[attr-defined] (_POSITION)
         nodes.append(node)
         self._parents.append(parent)
-        cls = type(node)
         try:
-            self._by_class[cls].append(position)
+            positions, fields = self._classes[type(node)]
         except KeyError:
-            self._by_class[cls] = [position]
-        fields = CHILD_FIELDS[cls]
+            positions = self._by_class[type(node)] = []
+            fields = CHILD_FIELDS[type(node)]
+            self._classes[type(node)] = positions, fields
+        positions.append(position)
         if not fields:
             self._ends.append(position + 1)
             return
@@ -143,7 +148,7 @@ class NodeIndex:
 
     def names(self, name: str, within: ast.AST | None = None) -> list[ast.Name]:
         """The `ast.Name` nodes spelling `name` (read, stored or deleted) in `within`'s subtree, in preorder."""
-        return self._slice(self._grouped("names", ast.Name, lambda node: node.id).get(name, _NONE), within)
+        return self._slice(self._grouped("names", ast.Name, attrgetter("id")).get(name, _NONE), within)
 
     def method_calls(self, attribute: str, within: ast.AST | None = None) -> list[ast.Call]:
         """The calls of a method or attribute named `attribute` (`x.attribute(...)`) in `within`'s subtree."""
@@ -165,17 +170,19 @@ class NodeIndex:
         if groups is None:
             groups = self._groups[name] = {}
             positions, found = self._of_kind(kind)
-            for position, node in zip(positions, found):
-                group = groups.setdefault(key(node), ([], []))
+            for position, node, value in zip(positions, found, map(key, found)):
+                group = groups.get(value)
+                if group is None:
+                    group = groups[value] = ([], [])
                 group[0].append(position)
                 group[1].append(node)
         return groups
 
     def breadth_first(self, nodes: list[Node]) -> list[Node]:
         """`nodes` (all in this index) in the order `ast.walk` yields them: by depth, then in source order."""
-        depths = self._depths()
-        ordered = sorted((depths[position], position) for position in map(self._position, nodes))
-        return [self._nodes[position] for _, position in ordered]  # type: ignore[misc] (the nodes given)
+        positions = sorted(map(self._position, nodes))
+        positions.sort(key=self._depth)  # stable: source order within a depth
+        return list(map(self._nodes.__getitem__, positions))  # type: ignore[arg-type] (the nodes given)
 
     def contains(self, outer: ast.AST, inner: ast.AST) -> bool:
         """Whether `inner` is `outer` or lies in its subtree."""
@@ -187,13 +194,14 @@ class NodeIndex:
         parent = self._parents[self._position(node)]
         return None if parent < 0 else self._nodes[parent]
 
-    def _depths(self) -> list[int]:
-        if self._depth is None:
-            depths: list[int] = []
-            for parent in self._parents:  # a parent comes before its children
-                depths.append(0 if parent < 0 else depths[parent] + 1)
-            self._depth = depths
-        return self._depth
+    def _depth(self, position: int) -> int:
+        """How many ancestors the node at `position` has: followed up for the few nodes ordered breadth first (a
+        file's depths all at once cost more than all its questions)."""
+        parents = self._parents
+        depth = 0
+        while (position := parents[position]) >= 0:
+            depth += 1
+        return depth
 
     def _position(self, node: ast.AST) -> int:
         position: int = getattr(node, _POSITION)
@@ -211,7 +219,7 @@ class NodeIndex:
         if known is None:
             lists = [found for cls, found in self._by_class.items() if issubclass(cls, kind)]
             positions = lists[0] if len(lists) == 1 else sorted(itertools.chain.from_iterable(lists))
-            known = self._by_kind[kind] = (positions, [self._nodes[p] for p in positions])
+            known = self._by_kind[kind] = (positions, list(map(self._nodes.__getitem__, positions)))
         return known
 
 
