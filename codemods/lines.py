@@ -12,7 +12,7 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         # splitlines/accumulate run in C; a Python loop over the text would dominate a cold scan.
-        self._starts = [0, *itertools.accumulate(len(line) for line in split_lines(text, keepends=True))]
+        self._starts = list(itertools.accumulate(map(len, split_lines(text, keepends=True)), initial=0))
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self._starts, offset)

@@ -47,6 +47,8 @@ class Trigger:
         one is the regex's match at the first offset from the end of the last where it matches. Offsets are
         found a window of lines at a time: `search` reads no further than its match's window."""
         end = len(text) if endpos is None else min(endpos, len(text))
+        if all(text.find(literal, pos, end) < 0 for literal in self.literals):
+            return  # most texts and ranges searched hold none: a scan for each literal (in C) says so without windows
         resume = start = pos
         while start < end:
             stop = text.find("\n", start + _WINDOW, end) + 1 or end

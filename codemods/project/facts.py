@@ -14,8 +14,15 @@ from typing import Any
 
 from codemods.lines import LineIndex
 from codemods.source import statements
+from codemods.triggers import Trigger
 
-_COPIED_FROM = re.compile(r"^([ \t]*)#[ \t]*Copied from[ \t]+diffusers\.(\S+\.\S+)[ \t]*($|\S.*$)", re.MULTILINE)
+# A line-start regex: `re` would try it at every offset of the text; the trigger, on the lines naming it only.
+_COPIED_FROM = Trigger(
+    r"^([ \t]*)#[ \t]*Copied from[ \t]+diffusers\.(\S+\.\S+)[ \t]*($|\S.*$)",
+    "Copied from",
+    flags=re.MULTILINE,
+    line_start=True,
+)
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,13 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     name = "constant-device-copy"
     summary = "a tensor (or a list of them) built once in `__init__` is copied to the device on every call; cache it per device"
     fix_safeties = (FixSafety.UNSAFE,)
-    trigger = Trigger(r"self\.\w+(?:\[[^\]]*\])?\.to\(|torch\.(?:tensor|Tensor|as_tensor)\(", "self.", "torch.")
+    trigger = Trigger(
+        r"self\.\w+(?:\[[^\]]*\])?\.to\(|torch\.(?:tensor|Tensor|as_tensor)\(",
+        "self.",
+        "torch.tensor(",
+        "torch.Tensor(",
+        "torch.as_tensor(",
+    )
     trigger_text = (".to(", "torch.tensor(", "torch.Tensor(", "torch.as_tensor(")
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:

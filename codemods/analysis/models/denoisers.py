@@ -53,18 +53,23 @@ def pipeline_components(source: SourceFile) -> tuple[PipelineComponents, ...]:
 
 
 def called_per_step(source: SourceFile, hot: HotPaths, cls: ast.ClassDef, components: set[str]) -> list[str]:
-    ranges = [(first, last) for first, last in hot.ranges if cls.lineno <= first and last <= (cls.end_lineno or 0)]
-    lines = source.lines_matching(_CALL, within=ranges)
+    aliases = _aliases(cls, components)
+    lines: list[int] | None = None  # the hot lines that call something, searched for once a component call is met
     called: list[str] = []
-    # Only calls of a component or of a local name can count; a call's hot scope is looked up for those alone.
-    for node in nodes_within(cls, ast.Call) if lines else ():
-        if not spans_a_line(node, lines):
-            continue
+    # Only calls of a component or of a local bound to one can count; where each lies is looked up for those alone.
+    for node in nodes_within(cls, ast.Call):
         names = component_named(node.func, components)
-        if names is None and isinstance(node.func, ast.Name) and _stored(cls, node.func.id):
+        if names is None and isinstance(node.func, ast.Name) and node.func.id in aliases:
             method = _enclosing_function(node, cls)
             names = _alias(method, node.func.id, components) if method is not None else None
-        if names is not None and hot.hot_scope(_ancestors(node, cls), node) is not None:
+        if names is None:
+            continue
+        if lines is None:
+            ranges = [
+                (first, last) for first, last in hot.ranges if cls.lineno <= first and last <= (cls.end_lineno or 0)
+            ]
+            lines = source.lines_matching(_CALL, within=ranges)
+        if spans_a_line(node, lines) and hot.hot_scope(_ancestors(node, cls), node) is not None:
             called.extend(names)
     return list(dict.fromkeys(called))
 
@@ -86,9 +91,16 @@ def component_named(node: ast.expr, components: set[str]) -> tuple[str, ...] | N
     return None
 
 
-def _stored(scope: ast.AST, name: str) -> bool:
-    """Whether `scope` binds `name` anywhere (a local no statement binds holds no component)."""
-    return any(not isinstance(n.ctx, ast.Load) for n in names_within(scope, name))
+def _aliases(cls: ast.ClassDef, components: set[str]) -> set[str]:
+    """The names some assignment in `cls` binds to components alone (`current_model = self.transformer`): the only
+    locals `_alias` can find components in."""
+    return {
+        node.targets[0].id
+        for node in nodes_within(cls, ast.Assign)
+        if len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and component_named(node.value, components) is not None
+    }
 
 
 def _ancestors(node: ast.AST, root: ast.AST) -> Ancestors:

@@ -9,7 +9,7 @@ index (`nodes_within`) answers them without a walk, memoized with the file's oth
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from functools import cached_property
 
 from codemods.node_index import in_walk_order, nodes_within
 from codemods.source import SourceFile
@@ -17,27 +17,27 @@ from codemods.source import SourceFile
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-@dataclass(frozen=True)
 class FunctionNodes:
     """The nodes of `function` (nested functions and classes included, as `ast.walk` meets them), in
-    `ast.walk`'s order: what is found first stays first in every list built from them."""
+    `ast.walk`'s order: what is found first stays first in every list built from them. The assignments and bound
+    names are found only when asked: most `__init__`s append to no block list, the one question that reads them."""
 
-    function: Function
-    calls: tuple[ast.Call, ...]
-    assigns: tuple[ast.Assign, ...]
-    bound_names: tuple[ast.Name, ...]  # names in a `Store` or `Del` context (targets of any binding)
+    def __init__(self, function: Function) -> None:
+        self.function = function
+        self.calls: tuple[ast.Call, ...] = tuple(nodes_within(function, ast.Call, breadth_first=True))
+
+    @cached_property
+    def assigns(self) -> tuple[ast.Assign, ...]:
+        return tuple(nodes_within(self.function, ast.Assign, breadth_first=True))
+
+    @cached_property
+    def bound_names(self) -> tuple[ast.Name, ...]:
+        """Names in a `Store` or `Del` context (targets of any binding)."""
+        return tuple(
+            in_walk_order([n for n in nodes_within(self.function, ast.Name) if not isinstance(n.ctx, ast.Load)])
+        )
 
 
 def function_nodes(source: SourceFile, function: Function) -> FunctionNodes:
     """`function`'s nodes by kind, found once per file however many analyses ask."""
-    return source.memo(f"function_nodes:{id(function)}", lambda: _walked(function))
-
-
-def _walked(function: Function) -> FunctionNodes:
-    bound = [name for name in nodes_within(function, ast.Name) if not isinstance(name.ctx, ast.Load)]
-    return FunctionNodes(
-        function,
-        tuple(nodes_within(function, ast.Call, breadth_first=True)),
-        tuple(nodes_within(function, ast.Assign, breadth_first=True)),
-        tuple(in_walk_order(bound)),
-    )
+    return source.memo(f"function_nodes:{id(function)}", lambda: FunctionNodes(function))
