@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from itertools import groupby
 
-_SHARED_OPENING = 3  # literals opening with one character, from which one regex pass finds them faster
+_SHARED_OPENING = 4  # literals opening with one character, from which one regex pass finds them faster
 _WINDOW = 8192  # characters of text (then to the end of the line) whose literals are found at once
 
 
@@ -28,19 +28,21 @@ class Trigger:
         self.pattern = re.compile(pattern, flags)
         self.literals = literals
         self.line_start = line_start
-        self._longest = max(map(len, literals))
         # `str.find` scans for a literal in C, a pass per literal. Where several share their first character, one
         # pass of a regex opening with it finds them all (`re` scans for a one-character prefix in a tight loop, and
-        # tries the rest, a lookahead that lets them overlap, where it is): about as long as two `str.find` passes.
+        # tries the rest, a lookahead that lets them overlap, where it is): over diffusers, about as long as three or
+        # four `str.find` passes where the character is common (`t`), so three literals are still found apart.
         self._found_apart: list[str] = []
-        self._openings: list[re.Pattern[str]] = []
+        self._openings: list[tuple[re.Pattern[str], int]] = []  # each with its longest literal
         for first, group in groupby(sorted(literals), key=lambda literal: literal[0]):
             same = list(group)
             if len(same) < _SHARED_OPENING:
                 self._found_apart += same
             else:
                 rests = "|".join(re.escape(literal[1:]) for literal in same)
-                self._openings.append(re.compile(f"{re.escape(first)}(?={rests})"))
+                self._openings.append((re.compile(f"{re.escape(first)}(?={rests})"), max(map(len, same))))
+        # One literal found apart yields its offsets in order, once each: nothing to merge.
+        self._merged = len(self._found_apart) + len(self._openings) > 1 or line_start
 
     def finditer(self, text: str, pos: int = 0, endpos: int | None = None) -> Iterator[re.Match[str]]:
         """`pattern.finditer(text, pos, endpos)`: each match holds a literal, so none is empty, and the next
@@ -64,14 +66,19 @@ class Trigger:
     def _offsets(self, text: str, start: int, stop: int, end: int) -> list[int]:
         """Where a match can begin, in order, for the literals beginning in `text[start:stop]` (whole lines but
         the first, which begins a line or the search)."""
-        bound = min(stop + self._longest - 1, end)  # a literal beginning before `stop` may end after it
-        found = {match.start() for opening in self._openings for match in opening.finditer(text, start, bound)}
+        # A literal beginning before `stop` may end after it: each is searched for up to there.
+        found = [
+            at
+            for opening, longest in self._openings
+            for at in map(re.Match.start, opening.finditer(text, start, min(stop + longest - 1, end)))
+            if at < stop
+        ]
         for literal in self._found_apart:
+            bound = min(stop + len(literal) - 1, end)
             at = text.find(literal, start, bound)
             while at >= 0:
-                found.add(at)
+                found.append(at)
                 at = text.find(literal, at + 1, bound)
-        found = {at for at in found if at < stop}
         if self.line_start:
-            found = {line for line in (text.rfind("\n", 0, at) + 1 for at in found) if line >= start}
-        return sorted(found)
+            found = [line for line in (text.rfind("\n", 0, at) + 1 for at in found) if line >= start]
+        return sorted(set(found)) if self._merged else found

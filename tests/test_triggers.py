@@ -93,3 +93,11 @@ def test_the_host_sync_trigger_is_its_word_boundary_form() -> None:
     )
     for text in [*_diffusers_texts()[::4], "elif x:\nwhile(1): assert_(int(y)) if max(z) else _min(w)\nif"]:
         assert _spans(HostSyncInHotPath.trigger.finditer(text)) == _spans(boundaries.finditer(text))
+
+
+def test_a_literal_running_past_a_window_of_lines_is_found_where_it_begins() -> None:
+    text = "a" * 9000 + "b\nc\nb\nc"  # the first window ends after the first `\n`, inside the first literal
+    found_apart = Trigger(r"b\nc", "b\nc")
+    one_opening = Trigger(r"b\n[c-f]", "b\nc", "b\nd", "b\ne", "b\nf")
+    for trigger in (found_apart, one_opening):
+        assert _spans(trigger.finditer(text)) == _spans(trigger.pattern.finditer(text)) == [(9000, 9003), (9004, 9007)]
