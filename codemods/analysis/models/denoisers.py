@@ -25,7 +25,9 @@ from codemods.node_index import in_walk_order, names_within, nodes_within, paren
 from codemods.source import Ancestors, SourceFile
 
 PIPELINE_TEXT = "register_modules("
-_CALL = re.compile(r"\w\(")
+# A call: `(` after a word character, on its line. The `(` opens it so that `re` scans for it; `\w\(` made it try
+# every word character (searching all of diffusers' src: 0.59 s against 0.10 s).
+_CALL = re.compile(r"\((?<=\w\()")
 _ORIGINAL = "_orig_mod"  # `self.unet._orig_mod`: the module under `torch.compile`'s wrapper, the same class
 
 
