@@ -139,6 +139,33 @@ def test_scanning_diffusers_leaves_no_reference_cycles() -> None:
     }
 
 
+def test_a_run_pauses_the_cycle_collector_and_its_fixes_leave_no_cycles(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run keeps its collector off (codemods/engine/entry.py): that is only sound while scanning, resolving and
+    # fixing make no reference cycles, which would otherwise stay until the collector is back.
+    collector_during_scans = []
+    scan_files = codemods.engine.entry._Run.scan_files
+
+    def watched(self, *args, **kwargs):
+        collector_during_scans.append(gc.isenabled())
+        return scan_files(self, *args, **kwargs)
+
+    monkeypatch.setattr(codemods.engine.entry._Run, "scan_files", watched)
+    options = RunOptions(context=installed_diffusers(), paths=(tree,), mode=Mode.DIFF, unsafe_fixes=True, jobs=1)
+    run(options)  # what is built once per process (imports, compiled patterns) is built here
+    gc.collect()
+    gc.disable()
+    try:
+        result = run(options)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+    assert result.changes and collector_during_scans and not any(collector_during_scans)
+    run(options)
+    assert gc.isenabled()
+
+
 def test_an_edit_that_crashes_leaves_the_file_untouched(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tree / "kandinsky_movq_subscript.py"
     before = target.read_bytes()

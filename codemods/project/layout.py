@@ -18,17 +18,24 @@ def package_root(path: Path) -> Path | None:
 
 def package_roots(directories: Iterable[Path]) -> dict[Path, Path | None]:
     """`package_root` of each directory, each directory on the way up looked at once (a tree's hundreds of
-    directories share their parents: asked one by one, they took a tenth of a warm check)."""
+    directories share their parents: asked one by one, they took a tenth of a warm check). A loop, not a
+    recursive closure: that would be a reference cycle, and a run keeps the cycle collector off."""
     roots: dict[Path, Path | None] = {}
-
-    def root_of(directory: Path) -> Path | None:
-        if directory not in roots:
-            above = directory.parent
-            inside = (directory / "__init__.py").is_file()
-            roots[directory] = ((root_of(above) if above != directory else None) or directory) if inside else None
-        return roots[directory]
-
-    return {directory: root_of(directory) for directory in directories}
+    asked = list(directories)
+    for start in asked:
+        packages: list[Path] = []  # `start` and the package directories above it, up to one already looked at
+        directory = start
+        while directory not in roots and (directory / "__init__.py").is_file():
+            packages.append(directory)
+            if directory.parent == directory:
+                break
+            directory = directory.parent
+        if directory not in roots and directory not in packages:
+            roots[directory] = None  # no package: the walk stopped here
+        top = roots.get(directory) or (packages[-1] if packages else None)
+        for package in packages:
+            roots[package] = top
+    return {directory: roots[directory] for directory in asked}
 
 
 def tests_dir_of(package: Path) -> Path | None:
