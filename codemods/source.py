@@ -17,7 +17,7 @@ from codemods.findings import NodeRef
 from codemods.line_walk import DECORATED, children_on_lines, nodes_below
 from codemods.lines import LineIndex, split_lines
 from codemods.node_index import BLOCK_FIELDS, CHILD_FIELDS, Kind, NodeIndex, index_when_asked
-from codemods.triggers import Trigger
+from codemods.triggers import AnyOf, Trigger
 
 _SUPPRESSION = re.compile(r"#\s*codemod:\s*ignore\[([A-Za-z0-9_,\s]+)\]")
 
@@ -139,7 +139,7 @@ class SourceFile:
         return [s for s in statements(self.tree.body, into_scopes=True) if isinstance(s, ast.ClassDef)]
 
     def lines_matching(
-        self, pattern: re.Pattern[str] | Trigger, within: Iterable[tuple[int, int]] | None = None
+        self, pattern: re.Pattern[str] | Trigger | AnyOf, within: Iterable[tuple[int, int]] | None = None
     ) -> list[int]:
         """1-based numbers of the lines where `pattern` occurs (the cheap first pass of a rule).
 

@@ -3,7 +3,8 @@
 `re` scans quickly only for a regex that opens with one literal string; an alternation opening
 with several (`self\\.x|torch\\.tensor\\(`), a `\\b` or a `^` makes it try the whole regex at every
 offset of the text. A `Trigger` finds where its matches can begin with `str.find` (in C) and tries
-its regex there only. It answers as the regex's own `finditer` and `search`: the same matches.
+its regex there only; `AnyOf`, an alternation of branches that each open with a literal, lets `re`
+scan for each branch on its own. Each answers as the regex's own `finditer` and `search`: the same matches.
 """
 
 from __future__ import annotations
@@ -82,3 +83,36 @@ class Trigger:
         if self.line_start:
             found = [line for line in (text.rfind("\n", 0, at) + 1 for at in found) if line >= start]
         return sorted(set(found)) if self._merged else found
+
+
+class AnyOf:
+    """The alternation of `branches`, each opening with literal text (`self\\.\\w+\\.to\\(`, `\\[\\s*"sample"`). A
+    `Trigger` tries its regex in Python at each literal found; where a literal is common (`self.`, `[`) and matches
+    are few, letting `re` find each branch's matches on its own (in C) is faster. The alternation matches, at the
+    first offset where any branch does, the first branch that matches there: so does the merge below. No branch
+    may match the empty string (an empty match would make `finditer` step on by one character)."""
+
+    def __init__(self, *branches: str, flags: int = 0) -> None:
+        self.pattern = re.compile("|".join(f"(?:{branch})" for branch in branches), flags)
+        self._branches = [re.compile(branch, flags) for branch in branches]
+
+    def finditer(self, text: str, pos: int = 0, endpos: int | None = None) -> Iterator[re.Match[str]]:
+        """`pattern.finditer(text, pos, endpos)`: each branch's next match from `pos`, the first of them taken."""
+        end = len(text) if endpos is None else endpos
+        upcoming = [branch.search(text, pos, end) for branch in self._branches]
+        while True:
+            first = None
+            for match in upcoming:
+                if match is not None and (first is None or match.start() < first.start()):
+                    first = match  # where two begin at one offset, the earlier branch's (`<`)
+            if first is None:
+                return
+            yield first
+            pos = first.end()
+            upcoming = [
+                match if match is None or match.start() >= pos else branch.search(text, pos, end)
+                for match, branch in zip(upcoming, self._branches, strict=True)
+            ]
+
+    def search(self, text: str, pos: int = 0, endpos: int | None = None) -> re.Match[str] | None:
+        return next(self.finditer(text, pos, endpos), None)

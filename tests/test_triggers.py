@@ -12,19 +12,19 @@ import pytest
 import codemods
 from codemods.project.index import installed_diffusers
 from codemods.rules.host_sync_in_hot_path import HostSyncInHotPath
-from codemods.triggers import Trigger
+from codemods.triggers import AnyOf, Trigger
 
 
-def _declared_triggers() -> dict[str, Trigger]:
+def _declared_triggers() -> dict[str, Trigger | AnyOf]:
     """Every trigger the tool declares, by where: in a module, or on a class (a rule's `trigger`, `facts_trigger`)."""
-    found: dict[str, Trigger] = {}
+    found: dict[str, Trigger | AnyOf] = {}
     for module_info in pkgutil.walk_packages(codemods.__path__, "codemods."):
         module = importlib.import_module(module_info.name)
         classes = [value for value in vars(module).values() if getattr(value, "__module__", None) == module.__name__]
         for owner in [module, *(value for value in classes if isinstance(value, type))]:
             place = module.__name__ if owner is module else f"{module.__name__}.{owner.__name__}"
             for name, value in vars(owner).items():
-                if isinstance(value, Trigger) and all(value is not known for known in found.values()):
+                if isinstance(value, Trigger | AnyOf) and all(value is not known for known in found.values()):
                     found[f"{place}.{name}"] = value
     return found
 
@@ -44,7 +44,10 @@ def _spans(matches) -> list[tuple[int, int]]:
 
 
 def test_the_tool_declares_triggers() -> None:
-    assert {"codemods.rules.discarded_tensor_conversion.DiscardedTensorConversion.trigger"} <= TRIGGERS.keys()
+    assert {
+        "codemods.rules.discarded_tensor_conversion.DiscardedTensorConversion.trigger",
+        "codemods.rules.constant_device_copy.ConstantDeviceCopy.trigger",  # an `AnyOf`
+    } <= TRIGGERS.keys()
 
 
 @pytest.mark.parametrize("name", sorted(TRIGGERS))
@@ -101,3 +104,16 @@ def test_a_literal_running_past_a_window_of_lines_is_found_where_it_begins() -> 
     one_opening = Trigger(r"b\n[c-f]", "b\nc", "b\nd", "b\ne", "b\nf")
     for trigger in (found_apart, one_opening):
         assert _spans(trigger.finditer(text)) == _spans(trigger.pattern.finditer(text)) == [(9000, 9003), (9004, 9007)]
+
+
+def test_any_of_takes_the_first_branch_matching_at_the_first_offset_and_skips_what_it_covers() -> None:
+    any_of = AnyOf(r"ab+", r"a", r"b+c")  # at 0 `ab+` and `a` both match; `b+c` at 1 lies inside `abb`
+    text = "abbc a bc"
+    for bounds, expected in (
+        ((), [(0, 3), (5, 6), (7, 9)]),
+        ((1,), [(1, 4), (5, 6), (7, 9)]),
+        ((0, 8), [(0, 3), (5, 6)]),
+    ):
+        assert _spans(any_of.finditer(text, *bounds)) == _spans(any_of.pattern.finditer(text, *bounds)) == expected
+    assert any_of.search(text, 4).span() == (5, 6)
+    assert any_of.search("xyz") is None

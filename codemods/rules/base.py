@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from codemods.findings import Cost, Edit, Finding, Fix, FixSafety, ImportRequest
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.source import SourceFile
-from codemods.triggers import Trigger
+from codemods.triggers import AnyOf, Trigger
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -36,7 +36,7 @@ class Rule:
     # docstring's "Fix safety" section opens (a test holds them together).
     fix_safeties: ClassVar[tuple[FixSafety, ...]]
     # Lines matching this are the only places the rule looks at; a file with none is never parsed for it.
-    trigger: ClassVar[re.Pattern[str] | Trigger]
+    trigger: ClassVar[re.Pattern[str] | Trigger | AnyOf]
     # Strings one of which every trigger match holds: the per-file gate tests these with `in` (fast,
     # in C) instead of searching with the trigger, whose alternations `re` cannot scan for quickly.
     trigger_text: ClassVar[tuple[str, ...]] = ()

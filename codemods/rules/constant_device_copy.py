@@ -18,7 +18,7 @@ from codemods.findings import Finding, FixSafety
 from codemods.project.index import TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile, self_attribute, shortened
-from codemods.triggers import Trigger
+from codemods.triggers import AnyOf
 
 
 class ConstantDeviceCopy(DeviceGetterEdits, Rule):
@@ -121,13 +121,8 @@ class ConstantDeviceCopy(DeviceGetterEdits, Rule):
     name = "constant-device-copy"
     summary = "a tensor (or a list of them) built once in `__init__` is copied to the device on every call; cache it per device"
     fix_safeties = (FixSafety.UNSAFE,)
-    trigger = Trigger(
-        r"self\.\w+(?:\[[^\]]*\])?\.to\(|torch\.(?:tensor|Tensor|as_tensor)\(",
-        "self.",
-        "torch.tensor(",
-        "torch.Tensor(",
-        "torch.as_tensor(",
-    )
+    # Possessive (`++`, `*+`): a `[`, `.` or `]` follows, so giving back what they took never makes a match.
+    trigger = AnyOf(r"self\.\w++(?:\[[^\]]*+\])?\.to\(", r"torch\.(?:tensor|Tensor|as_tensor)\(")
     trigger_text = (".to(", "torch.tensor(", "torch.Tensor(", "torch.as_tensor(")
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:

@@ -13,7 +13,7 @@ from codemods.lazy import libcst as cst
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile, enclosing
-from codemods.triggers import Trigger
+from codemods.triggers import AnyOf
 
 if TYPE_CHECKING:
     import libcst
@@ -107,7 +107,7 @@ class OutputAttributeAccess(Rule):
     summary = "`.sample` read off a model/scheduler output; use `return_dict=False)[0]`"
     fix_safeties = (FixSafety.SAFE,)
     opt_ins = ("self-calls",)
-    trigger = Trigger(r"\.(?:prev_)?sample\b|\[\s*[\"'](?:prev_)?sample[\"']\s*\]", ".sample", ".prev_sample", "[")
+    trigger = AnyOf(r"\.(?:prev_)?sample\b", r"\[\s*[\"'](?:prev_)?sample[\"']\s*\]")
     trigger_text = ("sample",)
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
