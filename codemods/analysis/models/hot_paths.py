@@ -109,6 +109,19 @@ def _step_lines(source: SourceFile) -> list[int]:
     return sorted({source.line_index.line_of(i) for i in starts if i == 0 or text[i - 1] not in _WORD_CHARACTERS})
 
 
+def _may_loop(source: SourceFile, method: Function, step_lines: list[int]) -> bool:
+    """Whether `method` names what a denoising loop calls (`step`) or walks (`timesteps`, `progress_bar`): most
+    methods name none, and their statements are not walked for loops (searching their text is cheaper)."""
+    start = source.line_index.start_of(method.lineno)
+    end = source.line_index.start_of((method.end_lineno or method.lineno) + 1)
+    text = source.text
+    return (
+        spans_a_line(method, step_lines)
+        or text.find("timesteps", start, end) >= 0
+        or text.find("progress_bar", start, end) >= 0
+    )
+
+
 def _steps_a_scheduler(loop: ast.AST, step_lines: list[int]) -> bool:
     """A `for`/`while` loop whose own body, not a loop nested in it, calls `<...>scheduler.step(...)`: a step
     loop, whatever it walks (LLaDA2 refines a block `while should_continue:`). A loop over segments or
@@ -188,6 +201,8 @@ def _analyse(source: SourceFile) -> HotPaths:
             entries |= {name: ATTENTION for name in _PROCESSOR_ENTRY_METHODS}
         worklist.extend((methods[name], methods, entry) for name, entry in entries.items() if name in methods)
         for method in methods.values() if not is_scheduler(cls) else ():
+            if not _may_loop(source, method, step_lines):
+                continue
             for loop in (n for n in own_loops(method) if is_denoising_loop(n) or _steps_a_scheduler(n, step_lines)):
                 paths.loops.add(id(loop))
                 paths.ranges.append((loop.lineno, loop.end_lineno or loop.lineno))
