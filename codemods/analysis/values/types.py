@@ -12,10 +12,11 @@ else is unknown, and unknown means no rewrite.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from codemods.analysis.values.binding_sites import Binding
 from codemods.analysis.values.bindings import FunctionBindings
-from codemods.source import dotted_name, self_attribute, statements
+from codemods.source import SourceFile, dotted_name, self_attribute, statements
 
 Types = tuple[str, ...]
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -81,6 +82,14 @@ def constructed_type(value: ast.expr) -> Types | None:
 def _init_parameters(init: ast.FunctionDef) -> dict[str, ast.expr | None]:
     args = init.args
     return {a.arg: a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+
+
+def class_memo(
+    source: SourceFile, compute: Callable[[ast.ClassDef], dict[str, Types | None]], cls: ast.ClassDef
+) -> dict[str, Types | None]:
+    """`compute(cls)` (`attribute_types`, `element_types`) once per class of `source`, however many rules ask (a
+    pipeline's attribute types: DIF002's facts, DIF004, DIF005); shared, so never to be changed."""
+    return source.memo(f"{compute.__name__}:{id(cls)}", lambda: compute(cls))
 
 
 def attribute_types(cls: ast.ClassDef, elements: bool = False) -> dict[str, Types | None]:
