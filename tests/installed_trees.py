@@ -4,6 +4,7 @@ A module of its own, not conftest.py: test modules import these names, and `conf
 unique module name once a subdirectory (tests/verify/) has a conftest of its own.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from codemods.engine.entry import Mode, RunOptions, RunResult, run
 from codemods.project.index import installed_diffusers
@@ -71,3 +73,24 @@ def run_python_in_tree(tree: Path, code: str, timeout: float = 600) -> subproces
     return subprocess.run(
         [sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True, timeout=timeout
     )
+
+
+# Runs each script in globals of its own, as `-c` would, and prints what each printed, as one JSON list.
+_SCRIPTS_IN_TURN = """
+import contextlib, io, json
+printed = []
+for script in scripts:
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        exec(compile(script, "<string>", "exec"), {"__name__": "__main__"})
+    printed.append(out.getvalue())
+print(json.dumps(printed))
+"""
+
+
+def run_scripts_in_tree(tree: Path, scripts: list[str]) -> list[Any]:
+    """`run_python_in_tree` of several scripts in turn, in one interpreter (torch and the tree imported once for all):
+    the JSON value each script printed last."""
+    process = run_python_in_tree(tree, f"scripts = {scripts!r}\n{_SCRIPTS_IN_TURN}")
+    assert process.returncode == 0, process.stderr[-3000:]
+    each_printed = json.loads(process.stdout.strip().splitlines()[-1])
+    return [json.loads(printed.strip().splitlines()[-1]) for printed in each_printed]

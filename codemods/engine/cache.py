@@ -121,7 +121,7 @@ class ScanCache:
         return key
 
     def file_memo(self, path: str, kind: str, compute: Callable[[str], T]) -> T | None:
-        """`compute` of the file's text, kept by its content digest (a `codemods.project.FileMemo`)."""
+        """`compute` of the file's text, kept by its content digest (a `codemods.project.files.FileMemo`)."""
         try:
             key = self.memo_key(path, kind)
             if key not in self._scans:

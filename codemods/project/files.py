@@ -14,8 +14,12 @@ import codecs
 import os
 import stat
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
@@ -75,6 +79,26 @@ def read_source(path: str | Path) -> SourceText:
     """`path` read and decoded (OSError and SourceDecodeError pass through)."""
     data = Path(path).read_bytes()
     return SourceText(data, *decode_source(data))
+
+
+# (path, kind, compute from the text) -> compute's result, which a run may keep per file digest.
+FileMemo = Callable[[str, str, Callable[[str], T]], T | None]
+
+
+def uncached(path: str, kind: str, compute: Callable[[str], T]) -> T | None:
+    """A `FileMemo` that keeps nothing: `compute` of the file's text (None when it cannot be read)."""
+    try:
+        return compute(Path(path).read_bytes().decode("utf-8", errors="replace"))
+    except OSError:
+        return None
+
+
+def read_the_same(text: str) -> bool:
+    """Whether `text`, a file's bytes decoded as a `FileMemo` hands them (UTF-8, errors replaced), is the text
+    `read_source` gives: nothing replaced, no byte-order mark, no coding declaration (`decode_source`)."""
+    second_line_end = text.find("\n", text.find("\n") + 1)
+    head = text if second_line_end < 0 else text[:second_line_end]
+    return "\ufffd" not in text and not text.startswith("\ufeff") and "coding" not in head
 
 
 def why_not_writable(path: str | Path) -> str | None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from codemods.project.facts import ClassFacts, CopyBlock, FileFacts, MethodFacts, cited_source, extract_facts
-from codemods.project.files import SourceDecodeError, read_source
+from codemods.project.files import FileMemo, SourceDecodeError, read_source, read_the_same, uncached
 
 T = TypeVar("T")
 
@@ -90,6 +90,10 @@ def _class_names(text: str) -> list[str]:
     return names
 
 
+def _cited(text: str) -> set[str]:
+    return {cited_source(cited) for cited in _CITED.findall(text)}
+
+
 FactsLoader = Callable[[str, str, str], FileFacts | None]
 
 
@@ -97,18 +101,6 @@ def parse_facts(path: str, module: str, text: str) -> FileFacts | None:
     try:
         return extract_facts(path, module, text, ast.parse(text, filename=path))
     except (SyntaxError, ValueError):
-        return None
-
-
-# (path, kind, compute from the text) -> compute's result, which a run may keep per file digest.
-FileMemo = Callable[[str, str, Callable[[str], T]], T | None]
-
-
-def uncached(path: str, kind: str, compute: Callable[[str], T]) -> T | None:
-    """A `FileMemo` that keeps nothing: `compute` of the file's text (None when it cannot be read)."""
-    try:
-        return compute(Path(path).read_bytes().decode("utf-8", errors="replace"))
-    except OSError:
         return None
 
 
@@ -135,9 +127,10 @@ class ProjectIndex:
         self._load = load
         self._checkout_facts: dict[Hashable, Any] = {}
         self._tree_facts: dict[Hashable, Any] = {}
-        self.file_memo = file_memo  # for what a checkout fact reads of files outside the trees
+        self.file_memo = file_memo  # what the index reads of a file the run did not scan, kept per file digest
         # A tree consulted for class definitions only (never for copies), for files outside any package.
-        self._reference = ProjectIndex([reference], {}, load) if reference and reference not in self._roots else None
+        outside = reference is not None and reference not in self._roots
+        self._reference = ProjectIndex([reference], {}, load, file_memo=file_memo) if outside else None
 
     @cached_property
     def paths(self) -> list[str]:
@@ -174,6 +167,17 @@ class ProjectIndex:
                 self._texts[path] = None
         return self._texts[path]
 
+    def _of_file(self, path: str, of_facts: Callable[[FileFacts], T], kind: str, of_text: Callable[[str], T]) -> T:
+        """`of_facts` of the file's facts if the index has them; else `of_text` of the text in hand (read, or an
+        overlay's rewrite), or kept per file digest by the file memo: a warm run on a few files of a tree, or with
+        `--context`, reads none of its other files."""
+        if (known := self._facts.get(path)) is not None:
+            return of_facts(known)
+        if path in self._texts:
+            return of_text(self._texts[path] or "")
+        found = self.file_memo(path, kind, lambda text: of_text(text if read_the_same(text) else self.text(path) or ""))
+        return of_text("") if found is None else found
+
     def _root_of(self, path: str) -> Path | None:
         return next((r for r in self._roots if r.is_dir() and Path(path).is_relative_to(r)), None)
 
@@ -193,9 +197,7 @@ class ProjectIndex:
     def _class_files(self) -> dict[str, list[str]]:
         where: dict[str, list[str]] = {}
         for path in self.paths:
-            known = self._facts.get(path)
-            names = known.classes if known is not None else _class_names(self.text(path) or "")
-            for name in names:
+            for name in self._of_file(path, lambda facts: list(facts.classes), "class-names", _class_names):
                 where.setdefault(name, []).append(path)
         return where
 
@@ -268,12 +270,7 @@ class ProjectIndex:
         """Each `# Copied from diffusers.X` source X -> the files citing it, found in the texts without parsing."""
         where: dict[str, list[str]] = {}
         for path in self.paths:
-            known = self._facts.get(path)
-            if known is not None:
-                sources = {b.source for b in known.copies}
-            else:
-                sources = {cited_source(cited) for cited in _CITED.findall(self.text(path) or "")}
-            for source in sources:
+            for source in self._of_file(path, lambda facts: {b.source for b in facts.copies}, "cited-sources", _cited):
                 where.setdefault(source, []).append(path)
         return where
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from codemods.project.index import FileMemo, uncached
+from codemods.project.files import FileMemo, uncached
 from codemods.project.layout import tests_dir_of
 from codemods.project.test_sources import CheckoutTest, configured_classes
 from codemods.project.test_walk import MethodReading, walk_module

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
+import torch
 from installed_trees import DiffusersTrees, run_python_in_tree
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -68,14 +67,6 @@ with SyncCensus() as census:
 print(json.dumps({{"cpu": cpu_device, "emu": emu_device, "syncs": census.result().counts["sync"]}}))
 """
 
-COMPARE = """
-import sys, torch
-before, after = torch.load(sys.argv[1]), torch.load(sys.argv[2])
-assert len(before) == len(after) == 20
-assert all(a.dtype == torch.float32 and torch.equal(a, b) for a, b in zip(before, after))
-print("identical")
-"""
-
 
 def _rewritten_schedulers(trees: DiffusersTrees) -> list[tuple[str, str]]:
     """(module, class) of each scheduler whose sigmas DIF002 moved to the CPU."""
@@ -115,11 +106,10 @@ def test_rewritten_schedulers_step_bit_identically_with_cpu_sigmas(
         before = _run_steps(diffusers_trees.original, module, name, tmp_path / f"{name}.before.pt")
         after = _run_steps(diffusers_trees.rewritten, module, name, tmp_path / f"{name}.after.pt")
 
-        compared = subprocess.run(
-            [sys.executable, "-c", COMPARE, str(tmp_path / f"{name}.before.pt"), str(tmp_path / f"{name}.after.pt")],
-            check=False, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert compared.returncode == 0 and "identical" in compared.stdout, (name, compared.stderr[-2000:])
+        # Tensors only, compared here: this process imports torch, never a diffusers.
+        sigmas = [torch.load(tmp_path / f"{name}.{side}.pt") for side in ("before", "after")]
+        assert len(sigmas[0]) == len(sigmas[1]) == 20, name
+        assert all(a.dtype == torch.float32 and torch.equal(a, b) for a, b in zip(*sigmas)), name
 
         assert after["cpu"] == "cpu"
         assert before["emu"].startswith("emu") and after["emu"] == "cpu", (name, before, after)

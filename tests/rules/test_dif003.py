@@ -9,10 +9,10 @@ checked the way `ModelMixin.compile_repeated_blocks` uses the list (class names 
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 
-from installed_trees import DiffusersTrees, run_python_in_tree
+import pytest
+from installed_trees import DiffusersTrees, run_scripts_in_tree
 
 # Every model of diffusers 0.42.1 that DIF003 fixes, with the list it adds (reviewed one by one): the
 # denoisers its pipelines call per step, UNets and ControlNets with what their factory-built blocks stack.
@@ -197,12 +197,16 @@ print(json.dumps(problems))
 """
 
 
-def test_every_listed_name_is_a_block_class_of_the_models_file(diffusers_trees: DiffusersTrees) -> None:
+@pytest.fixture(scope="module")
+def rewritten_reports(diffusers_trees: DiffusersTrees) -> list:
+    """What NAMES_RESOLVE and TINY_MODELS report on the rewritten tree, run in turn in one interpreter."""
     targets = sorted(("diffusers." + path.removesuffix(".py").replace("/", "."), cls) for path, cls in FIXED)
-    code = NAMES_RESOLVE.format(targets=targets, factory_built=sorted(FACTORY_BUILT))
-    process = run_python_in_tree(diffusers_trees.rewritten, code)
-    assert process.returncode == 0, process.stderr[-3000:]
-    assert json.loads(process.stdout.strip().splitlines()[-1]) == []
+    names = NAMES_RESOLVE.format(targets=targets, factory_built=sorted(FACTORY_BUILT))
+    return run_scripts_in_tree(diffusers_trees.rewritten, [names, TINY_MODELS])
+
+
+def test_every_listed_name_is_a_block_class_of_the_models_file(rewritten_reports: list) -> None:
+    assert rewritten_reports[0] == []
 
 
 # Tiny models, and what `compile_repeated_blocks` hands to `nn.Module.compile` (recorded, not compiled).
@@ -279,20 +283,14 @@ EXPECTED_COMPILED = {
 }
 
 
-def _tiny_models_report(tree: Path) -> dict:
-    process = run_python_in_tree(tree, TINY_MODELS)
-    assert process.returncode == 0, process.stderr[-3000:]
-    return json.loads(process.stdout.strip().splitlines()[-1])
-
-
-def test_tiny_models_compile_every_block_they_stack(diffusers_trees: DiffusersTrees) -> None:
-    report = _tiny_models_report(diffusers_trees.rewritten)
+def test_tiny_models_compile_every_block_they_stack(rewritten_reports: list) -> None:
+    report = rewritten_reports[1]
     for name, compiled in EXPECTED_COMPILED.items():
         assert report[name]["compiled"] == compiled
         assert set(report[name]["listed"]) == set(compiled)  # every listed class occurs in the model
 
 
 def test_the_same_tiny_models_cannot_compile_regionally_before_the_fix(diffusers_trees: DiffusersTrees) -> None:
-    report = _tiny_models_report(diffusers_trees.original)
+    (report,) = run_scripts_in_tree(diffusers_trees.original, [TINY_MODELS])
     assert set(report) == set(EXPECTED_COMPILED)
     assert all("`_repeated_blocks` attribute is empty" in entry["error"] for entry in report.values())

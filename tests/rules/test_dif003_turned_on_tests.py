@@ -16,8 +16,9 @@ from cli_runner import codemod
 from installed_trees import copy_installed_diffusers
 
 from codemods.engine.entry import Mode, RunOptions, RunResult, run
+from codemods.project.files import uncached
 from codemods.project.gated_tests import CheckoutGates
-from codemods.project.index import installed_diffusers, uncached
+from codemods.project.index import installed_diffusers
 from codemods.project.test_modules import TEST_MODULE, CheckoutTestModules, module_words
 
 COMPILE_MIXIN = """\

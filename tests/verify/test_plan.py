@@ -44,6 +44,23 @@ def test_only_targets_that_reach_a_changed_file_run(tmp_path: Path) -> None:
     assert targets_to_run([model, other], tree, {"models/embeddings.py"}) == [model]
 
 
+def test_a_target_runs_for_each_file_it_reaches_however_its_import_names_it(tmp_path: Path) -> None:
+    transformers = tmp_path / "diffusers" / "models" / "transformers"
+    transformers.mkdir(parents=True)
+    for name in ("__init__.py", "models/__init__.py", "models/transformers/__init__.py", "models/other.py"):
+        (tmp_path / "diffusers" / name).write_text("")
+    (transformers.parent / "transformers.py").write_text("")  # beside the directory: `from . import x` may name it
+    (transformers / "attention.py").write_text("")
+    (transformers / "block.py").write_text("from . import attention\n\n\nclass Block:\n    pass\n")
+    tree, block = TreeMap(tmp_path / "diffusers"), _spec("Block")
+    # Its own file; the module it imports, by name; the package and the module its `from . import` may mean, unnamed.
+    reached = ("models/transformers/block.py", "models/transformers/attention.py", "models/transformers/__init__.py")
+    for changed in (*reached, "models/transformers.py"):
+        assert targets_to_run([block], tree, {changed}) == [block], changed
+    for changed in ("models/other.py", "models/__init__.py"):
+        assert targets_to_run([block], tree, {changed}) == [], changed
+
+
 def _rewrite(lines: set[int], class_level: bool = False) -> Rewrite:
     return Rewrite("m.py", min(lines), max(lines), ("DIF001",), "Rope", "Rope.forward", frozenset(lines), class_level)
 
