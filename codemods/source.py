@@ -150,7 +150,7 @@ class SourceFile:
         found: set[int] = set()
         for first, last in _merged(within):
             start = self.line_index.start_of(first)
-            end = self.line_index.start_of(last + 1) if last < len(self.lines) else len(self.text)
+            end = self.line_index.start_of(last + 1)  # the end of the text past its last line
             found.update(self.line_index.line_of(m.start()) for m in pattern.finditer(self.text, start, end))
         return sorted(found)
 

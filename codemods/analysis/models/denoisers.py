@@ -58,12 +58,18 @@ def called_per_step(source: SourceFile, hot: HotPaths, cls: ast.ClassDef, compon
     aliases = _aliases(cls, components)
     lines: list[int] | None = None  # the hot lines that call something, searched for once a component call is met
     called: list[str] = []
+    attributes = components | {_ORIGINAL}
     # Only calls of a component or of a local bound to one can count; where each lies is looked up for those alone.
     for node in nodes_within(cls, ast.Call):
-        names = component_named(node.func, components)
-        if names is None and isinstance(node.func, ast.Name) and node.func.id in aliases:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr not in attributes:
+            continue  # a method of anything else (nearly every call of a pipeline): named by no component
+        if isinstance(func, ast.Name) and func.id not in aliases:
+            continue  # a function, no local bound to a component
+        names = component_named(func, components)
+        if names is None and isinstance(func, ast.Name):
             method = _enclosing_function(node, cls)
-            names = _alias(method, node.func.id, components) if method is not None else None
+            names = _alias(method, func.id, components) if method is not None else None
         if names is None:
             continue
         if lines is None:
@@ -101,6 +107,7 @@ def _aliases(cls: ast.ClassDef, components: set[str]) -> set[str]:
         for node in nodes_within(cls, ast.Assign)
         if len(node.targets) == 1
         and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Attribute | ast.IfExp)  # what `component_named` may name; mostly a call
         and component_named(node.value, components) is not None
     }
 
