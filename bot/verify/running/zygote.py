@@ -31,6 +31,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
@@ -187,12 +188,8 @@ def serve(control: socket.socket) -> None:
                         connection.close()
                         continue
                     if pid == 0:
-                        selector.close()
-                        for pidfd, (_, other) in running.items():
-                            os.close(pidfd)
-                            other.close()
-                        control.close()
-                        _become_worker(json.loads(message), connection)
+                        inherited = [selector.close, control.close, *(other.close for _, other in running.values())]
+                        _become_worker(message, connection, [*inherited, *(partial(os.close, fd) for fd in running)])
                     pidfd = os.pidfd_open(pid)
                     running[pidfd] = (pid, connection)
                     selector.register(pidfd, selectors.EVENT_READ)
@@ -225,10 +222,14 @@ def _kill_group(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _become_worker(order: dict, connection: socket.socket) -> NoReturn:
-    """The forked child: set up as the runner starts a plain worker, run its `main`, exit with its code."""
+def _become_worker(message: bytes, connection: socket.socket, inherited: list[Callable[[], None]]) -> NoReturn:
+    """The forked child: let go of the zygote's `inherited` files, set up as the runner starts a plain worker, run
+    its `main`, exit with its code. Nothing raised here unwinds into the zygote's loop (which kills its workers)."""
     code = 1
     try:
+        for close in inherited:
+            close()
+        order = json.loads(message)
         os.setsid()
         output = os.open(order["stderr"], os.O_WRONLY | os.O_APPEND)
         os.dup2(output, 1)
