@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -128,4 +131,24 @@ def test_stopping_the_zygote_kills_the_workers_it_runs_and_itself(tmp_path: Path
             time.sleep(0.1)
     running.join(timeout=60)
     assert [result["error"] for result in results] == ["worker exited while running this target: hanging"]
+    assert not any(_alive(pid) for pid in json.loads(pids.read_text()))  # the worker, the zygote, the sleeper
+
+
+def test_an_interrupted_run_leaves_no_zygote_and_no_worker(tmp_path: Path) -> None:
+    request = _request(_tree(tmp_path, HANGS), tmp_path / "out")
+    pids = tmp_path / "out" / "request-000" / "pids.json"
+    script = (
+        "from pathlib import Path\n"
+        "from bot.verify.running.protocol import WorkerRequest\n"
+        "from bot.verify.running.runner import run_tree, worker_zygote\n"
+        f"with worker_zygote(None, Path({str(tmp_path / 'zygote.txt')!r})) as zygote:\n"
+        f"    run_tree(WorkerRequest({request.package!r}, 'cpu', ['NoSuchTarget'], {request.out_dir!r}), zygote=zygote)\n"
+    )
+    run = subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stderr=subprocess.PIPE, text=True)
+    while not pids.is_file() or not pids.read_text().endswith("]"):
+        assert run.poll() is None, run.stderr.read() if run.stderr else ""
+        time.sleep(0.1)
+    os.killpg(run.pid, signal.SIGINT)  # as Ctrl-C reaches the run's foreground job; workers lead sessions of their own
+    _, stderr = run.communicate(timeout=60)
+    assert stderr.rstrip().endswith("KeyboardInterrupt")
     assert not any(_alive(pid) for pid in json.loads(pids.read_text()))  # the worker, the zygote, the sleeper

@@ -248,12 +248,14 @@ def _become_worker(message: bytes, connection: socket.socket, inherited: list[Ca
     except BaseException:
         traceback.print_exc()
     finally:
-        # What an interpreter does on its way out (torch's compile workers are shut down by one), minus
-        # unwinding into the zygote's loop.
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        try:
+            # What an interpreter does on its way out (torch's compile workers are shut down by one), minus
+            # unwinding into the zygote's loop.
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
 
 def _exit_code(main: Callable[[list[str]], int], argv: list[str]) -> int:
