@@ -17,7 +17,7 @@ from bot.verify.planning.changes import ChangeSet, Rewrite
 from bot.verify.planning.plan import LoopShapes, TreeMap, targets_to_run
 from bot.verify.reporting.report import TargetResult
 from bot.verify.running.protocol import WorkerRequest
-from bot.verify.running.runner import run_tree
+from bot.verify.running.runner import run_tree, worker_zygote
 from bot.verify.targets import TargetSpec, all_targets
 from bot.verify.targets.from_tests import cannot_run, discover, replaced_by
 from codemods.project.test_modules import CheckoutTestModules
@@ -81,10 +81,11 @@ def verify_changes(
         return _unverified(changes.rewrites, {}, {})
     say(f"running {len(specs)} target(s) in the original and the rewritten tree ({device})")
     shutil.rmtree(root / "runs", ignore_errors=True)  # a kept work dir must not lend old results
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    # One zygote forks both trees' workers (torch imported once); it stops once both are done, or on an interrupt.
+    with worker_zygote(python, root / "worker-zygote.txt") as zygote, ThreadPoolExecutor(max_workers=3) as pool:
         # The parity check imports torch (seconds); it loads while the workers run.
         pool.submit(importlib.import_module, "bot.verify.running.outputs")
-        before, after = pool.map(lambda request: run_tree(request, python=python), requests)
+        before, after = pool.map(lambda request: run_tree(request, python=python, zygote=zygote), requests)
     results, credited, failed_owners, visited, held = [], set(), {}, {}, {}
     shapes = LoopShapes(changes.rewritten)
     for spec, first, second in zip(specs, before, after, strict=True):

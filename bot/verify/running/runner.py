@@ -4,6 +4,11 @@ The tree's parent directory goes first on PYTHONPATH (and nothing else that coul
 diffusers), so the worker imports that tree alone, even in an interpreter that has a diffusers
 installed (the checkout's environment, `--python`). A worker that dies or hangs costs only
 the target it was on: the parent records it as failed and starts a fresh worker for the rest.
+
+Within a verify run (`worker_zygote`), a worker is forked by the run's zygote, which has already
+imported torch (`zygote.py`); where it cannot serve a request, or for a caller without one, the
+worker is a fresh `python -m bot.verify.running.worker REQUEST.json`. Either way it leads its own
+process group, which a timeout kills whole.
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import bot
 from bot.verify.running.protocol import LAUNCHED_AT, WorkerRequest, outputs_path, result_path
+from bot.verify.running.zygote import ForkedWorker, Zygote, serves
 
 TARGET_TIMEOUT_S = 900.0
 """How long one target may take (build, two runs, compile checks) before its worker is stopped."""
@@ -42,18 +50,33 @@ def inherited_environment() -> dict[str, str]:
     return {**HEAP_REUSE, **{key: value for key, value in os.environ.items() if key != "PYTHONPATH"}}
 
 
-def worker_environment(tree_parent: Path) -> dict[str, str]:
+def worker_environment(tree_parent: Path | None) -> dict[str, str]:
+    """A worker's environment for the tree in `tree_parent`; None: the zygote's, which has no tree."""
     environment = inherited_environment()
-    environment["PYTHONPATH"] = os.pathsep.join([str(tree_parent), str(_PROJECT_ROOT)])
+    environment["PYTHONPATH"] = os.pathsep.join([*([str(tree_parent)] if tree_parent else []), str(_PROJECT_ROOT)])
     environment.setdefault("OMP_NUM_THREADS", "1")
     environment.setdefault("TOKENIZERS_PARALLELISM", "false")
     return environment
 
 
+@contextmanager
+def worker_zygote(python: Path | None, log: Path) -> Iterator[Zygote]:
+    """A zygote for the workers `python` (default: this one) runs until the block ends; its output goes to `log`."""
+    zygote = Zygote(python or Path(sys.executable), worker_environment(None), log)
+    try:
+        yield zygote
+    finally:
+        zygote.stop()
+
+
 def run_tree(
-    request: WorkerRequest, timeout_s: float = TARGET_TIMEOUT_S, python: Path | None = None
+    request: WorkerRequest,
+    timeout_s: float = TARGET_TIMEOUT_S,
+    python: Path | None = None,
+    zygote: Zygote | None = None,
 ) -> list[dict[str, Any]]:
-    """Every target of `request` run against its tree, by `python` (default: this one): one result per target."""
+    """Every target of `request` run against its tree, by `python` (default: this one; `zygote` forks its workers
+    where it can, it must run the same interpreter): one result per target."""
     out_dir = Path(request.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     names = list(request.targets)
@@ -61,7 +84,7 @@ def run_tree(
     start = 0
     while start < len(names):
         batch = WorkerRequest(**{**asdict(request), "targets": names[start:]})
-        stopped, stderr = _run_worker(batch, out_dir / f"request-{start:03d}", timeout_s, python)
+        stopped, stderr = _run_worker(batch, out_dir / f"request-{start:03d}", timeout_s, python, zygote)
         done = start
         for offset in range(len(names) - start):
             path = result_path(out_dir / f"request-{start:03d}", offset)
@@ -83,22 +106,30 @@ def run_tree(
     return [results[index] for index in range(len(names))]
 
 
-def _run_worker(request: WorkerRequest, directory: Path, timeout_s: float, python: Path | None) -> tuple[bool, str]:
+def _run_worker(
+    request: WorkerRequest, directory: Path, timeout_s: float, python: Path | None, zygote: Zygote | None
+) -> tuple[bool, str]:
     """Run the worker until it exits, or until one target has taken longer than `timeout_s`."""
     directory.mkdir(parents=True, exist_ok=True)
     request_file = directory / "request.json"
     request_file.write_text(json.dumps({**asdict(request), "out_dir": str(directory)}))
     stderr_file = directory / "stderr.txt"
-    package = Path(request.package)
+    tree_parent = Path(request.package).parent
+    environment = {**worker_environment(tree_parent), LAUNCHED_AT: repr(time.time())}
     with stderr_file.open("w") as stderr:
-        process = subprocess.Popen(
-            [str(python or sys.executable), "-m", "bot.verify.running.worker", str(request_file)],
-            cwd=directory,
-            env={**worker_environment(package.parent), LAUNCHED_AT: repr(time.time())},
-            stdout=stderr,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        process: subprocess.Popen | ForkedWorker | None = None
+        if zygote is not None and serves(request):
+            order = {"request": request_file, "directory": directory, "stderr": stderr_file, "tree_parent": tree_parent}
+            process = zygote.fork({key: str(value) for key, value in order.items()}, environment)
+        if process is None:
+            process = subprocess.Popen(
+                [str(python or sys.executable), "-m", "bot.verify.running.worker", str(request_file)],
+                cwd=directory,
+                env=environment,
+                stdout=stderr,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         finished, last_progress = 0, time.monotonic()
         while process.poll() is None:
             time.sleep(0.2)

@@ -1,4 +1,5 @@
-"""One tree's side of a verification, in its own interpreter: `python -m bot.verify.running.worker REQUEST.json`.
+"""One tree's side of a verification, in its own interpreter: `python -m bot.verify.running.worker REQUEST.json`,
+or forked by the verify run's zygote (`zygote.py`), which sets the child up the same way and calls `main`.
 
 The parent puts the tree's parent directory first on PYTHONPATH, so `import diffusers` here
 is that tree and nothing else. For each target, in order: build it (seeded), warm up once
