@@ -9,8 +9,8 @@ from codemods.analysis.models.model_graph import ModuleGraph, builders, denoisin
 from codemods.edits.class_attributes import ClassAttributeEdits, ClassAttributePlacement
 from codemods.findings import Finding, FixSafety
 from codemods.project.frozen import DEPRECATED_REASON
-from codemods.project.gated_tests import tests_turned_on
-from codemods.project.index import ProjectIndex, TreeInfo
+from codemods.project.gated_tests import read_gates_ahead, tests_turned_on
+from codemods.project.index import FileMemo, ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile
 from codemods.triggers import Trigger
@@ -197,6 +197,11 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
             reason = _turns_on_tests(tests_turned_on(index, finding.path, model, REPEATED_BLOCKS), self.code)
         fix = self.fix(*placement.edit(blocks)) if reason is None and blocks else finding.fix
         return replace(finding, message=message, not_fixed_reason=reason, fix=fix)
+
+    def read_ahead(self, finding: Finding, memo: FileMemo) -> bool:
+        """The checkout's tests that `resolve` asks of before it offers a new list (`tests_turned_on`)."""
+        asks = finding.extra["placement"] is not None and not finding.extra["tests_opted_in"]
+        return asks and read_gates_ahead(finding.path, REPEATED_BLOCKS, memo)
 
     def _per_step(self, index: ProjectIndex, model: str) -> tuple[str | None, str | None] | None:
         """(the pipeline that calls `model`, or a class it derives from, in its denoising loop; why the tree
