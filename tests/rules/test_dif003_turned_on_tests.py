@@ -8,6 +8,7 @@ SD3 turns on two tests that fail at `recompile_limit=1`). PixArt's tests do not 
 
 from __future__ import annotations
 
+import gc
 import re
 import shutil
 from pathlib import Path
@@ -216,6 +217,21 @@ def test_reading_ahead_reads_all_that_the_gates_ask_of_for_any_model(tmp_path: P
     assert gates.turned_on("PixArtTransformer2DModel", {"_repeated_blocks"}) == []
     shutil.rmtree(tmp_path / "tests")
     assert not read_gates_ahead(str(model), "_repeated_blocks", _memo_into({}))  # no tests/: nothing to read
+
+
+def test_reading_the_test_modules_leaves_no_reference_cycles(tmp_path: Path) -> None:
+    # A run keeps its cycle collector off (codemods/engine/entry.py): a cycle kept each module's whole tree alive.
+    _write_tests(tmp_path)
+    CheckoutGates(CheckoutTestModules(tmp_path / "tests")).turned_on("SD3Transformer2DModel", {"_repeated_blocks"})
+    gc.collect()  # what is built once per process (imports, compiled patterns) is built above
+    gc.disable()
+    try:
+        gates = CheckoutGates(CheckoutTestModules(tmp_path / "tests"))
+        assert gates.turned_on("SD3Transformer2DModel", {"_repeated_blocks"}) == [TURNED_ON]
+        del gates
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 def _recording_gates(root: Path) -> tuple[CheckoutGates, list[str]]:
