@@ -24,5 +24,11 @@ class ReadAhead:
         """Read what the findings of `scan` will ask of, for each rule that has not yet."""
         for code, found in scan.rules:
             rule = self._waiting.get(code)
-            if rule is not None and any(rule.read_ahead(finding, self._memo) for finding in found.findings):
+            if rule is None:
+                continue
+            try:
+                read = any(rule.read_ahead(finding, self._memo) for finding in found.findings)
+            except Exception:  # resolving reads the same again, and reports the crash as one of the file's errors
+                read = True
+            if read:
                 del self._waiting[code]
