@@ -19,11 +19,11 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from codemods.engine.cache import ScanCache, content_digest
 from codemods.engine.copy_declines import copy_decline
 from codemods.engine.interrupts import InterruptWatch
+from codemods.engine.read_ahead import ReadAhead
 from codemods.engine.run_inputs import RunInputs
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
 from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
@@ -41,9 +41,6 @@ from codemods.project.layout import package_root
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
 from codemods.source import SourceFile
-
-if TYPE_CHECKING:
-    from codemods.edits.formatter import FormatterGate
 
 Progress = Callable[[str, int, int], None]
 
@@ -126,12 +123,6 @@ class _Run:
         self.phase = "start"  # where an interrupt found the run
         self.tree_write: TreeWrite | None = None
 
-    def formatter_gate(self) -> FormatterGate | None:
-        from codemods.edits.formatter import FormatterGate, find_pin  # only a run with fixes pays for it
-
-        pin = find_pin(self.pyproject)
-        return FormatterGate(pin) if pin else None
-
     @property
     def writes(self) -> bool:
         return self.options.mode is Mode.WRITE
@@ -211,7 +202,10 @@ class _Run:
         # Largest first, in small chunks: the workers then finish together (no one left with the big files).
         pending.sort(key=lambda job: -(len(job.text) if job.text is not None else os.path.getsize(job.path)))
         self.progress(phase, len(known), len(files))
+        ahead = ReadAhead(self.rules, self.cache.file_memo) if phase == "scan" and self.parallel(pending) else None
         for scan in self.map(run_scan_job, pending, phase, already=len(known), total=len(files)):
+            if ahead is not None:
+                ahead.scanned(scan)
             key = files[scan.path][0]
             known[scan.path] = partly[scan.path].merged(scan) if scan.path in partly else scan
             if scan.cacheable:
@@ -239,12 +233,14 @@ class _Run:
     def map(self, function: Callable, jobs: list, phase: str, already: int = 0, total: int = 0) -> Iterator:
         total = total or len(jobs)
         self.phase = phase
-        few = len(jobs) < 8 or self.jobs == 1
-        values = map(function, jobs) if few else in_workers(function, jobs, self.jobs, phase)
+        values = in_workers(function, jobs, self.jobs, phase) if self.parallel(jobs) else map(function, jobs)
         for done, value in enumerate(values, start=1):
             yield value
             self.interrupts.check()
             self.progress(phase, already + done, total)
+
+    def parallel(self, jobs: list) -> bool:
+        return len(jobs) >= 8 and self.jobs > 1
 
     def resolve(self, scans: Iterable[Scan], index: ProjectIndex, errors: dict[str, FileError]) -> list[Finding]:
         """The scans' findings confirmed against the whole tree: new values (`Rule.resolve` never changes its argument)."""

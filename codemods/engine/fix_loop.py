@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from codemods.edits.formatter import FormatterGate, find_pin
 from codemods.engine.fixing import Fixer
 from codemods.engine.scan import Scan
 from codemods.findings import FileError, Finding
@@ -40,7 +41,7 @@ class Settled:
 def fix_until_stable(
     run: EngineRun, scans: dict[str, Scan], index: ProjectIndex, errors: dict[str, FileError], findings: list[Finding]
 ) -> Settled:
-    gate = run.formatter_gate()
+    gate = _formatter_gate(run)
     texts: dict[str, str] = {}  # each changed file's text after the latest pass that changed it
     fixed: list[Finding] = []
     skipped: list[Finding] | None = None
@@ -70,3 +71,9 @@ def fix_until_stable(
         formatter=gate.final_report() if gate else None,
         passes=passes,
     )
+
+
+def _formatter_gate(run: EngineRun) -> FormatterGate | None:
+    """The target's pinned formatter, which every pass's hunks must pass (none: the target pins none)."""
+    pin = find_pin(run.pyproject)
+    return FormatterGate(pin) if pin else None

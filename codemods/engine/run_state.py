@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from codemods.edits.formatter import FormatterGate
+    from pathlib import Path
+
     from codemods.engine.cache import ScanCache
     from codemods.engine.run_result import RunOptions
     from codemods.engine.scan import Scan
@@ -27,11 +28,10 @@ class EngineRun(Protocol):
     originals: dict[str, SourceText]  # files a fix touches, as read before fixing
     cache: ScanCache
     used_cache_keys: set[str]
+    pyproject: Path | None  # the target's, where its formatter is pinned
 
     @property
     def writes(self) -> bool: ...
-
-    def formatter_gate(self) -> FormatterGate | None: ...
 
     def split_frozen(self, findings: list[Finding]) -> tuple[list[Finding], list[Finding]]: ...
 

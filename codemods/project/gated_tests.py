@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codemods.project.files import FileMemo
 from codemods.project.index import ProjectIndex
 from codemods.project.layout import package_root, tests_dir_of
 from codemods.project.test_modules import CheckoutTestModules, TestModule
@@ -25,14 +26,29 @@ from codemods.project.test_modules import CheckoutTestModules, TestModule
 
 def tests_turned_on(index: ProjectIndex, path: str, model: str, attribute: str) -> list[str]:
     """The tests of the checkout holding `path` that setting `attribute` on its class `model` turns on."""
-    root = package_root(Path(path))
-    tests_dir = tests_dir_of(root) if root is not None else None
+    tests_dir = _checkout_tests_dir(path)
     if tests_dir is None:
         return []
     gates = index.checkout_fact(
         ("gates", tests_dir), lambda: CheckoutGates(CheckoutTestModules(tests_dir, index.file_memo))
     )
     return gates.turned_on(model, {attribute})
+
+
+def read_gates_ahead(path: str, attribute: str, memo: FileMemo) -> bool:
+    """Read into `memo` all that `tests_turned_on` reads of the checkout holding `path` for `attribute`, whatever
+    the model (the modules that name a holder of a gated test hold every model's test classes); whether the
+    checkout has tests. A run calls this while its workers scan: it resolves its findings alone, after them."""
+    tests_dir = _checkout_tests_dir(path)
+    if tests_dir is None:
+        return False
+    CheckoutGates(CheckoutTestModules(tests_dir, memo)).gated_on({attribute})
+    return True
+
+
+def _checkout_tests_dir(path: str) -> Path | None:
+    root = package_root(Path(path))
+    return tests_dir_of(root) if root is not None else None
 
 
 class CheckoutGates:
@@ -42,13 +58,14 @@ class CheckoutGates:
         self.tests_dir = tests.tests_dir
         self._tests = tests
         self._gated: dict[frozenset[str], dict[str, frozenset[str]]] = {}
+        self._holding: dict[frozenset[str], list[tuple[Path, TestModule]]] = {}
 
-    def _naming(self, *names: set[str]) -> list[tuple[Path, TestModule]]:
-        """The modules whose text names one of each of `names` (as a word) and that parse: only those are read."""
+    def _naming(self, names: set[str]) -> list[tuple[Path, TestModule]]:
+        """The modules whose text names one of `names` (as a word) and that parse: only those are read."""
         return [
             (path, module)
             for path, words in self._tests.words.items()
-            if all(not words.isdisjoint(each) for each in names) and (module := self._tests.module(path)) is not None
+            if not words.isdisjoint(names) and (module := self._tests.module(path)) is not None
         ]
 
     def gated_on(self, attributes: set[str]) -> dict[str, frozenset[str]]:
@@ -90,9 +107,15 @@ class CheckoutGates:
         gated = self.gated_on(attributes)
         if not gated:
             return []
+        key = frozenset(attributes)
+        # A test class holds a gated function only if its module names a holder (a base, or the class itself):
+        # those modules, found once for every model, are the few whose words are then searched for the model.
+        if key not in self._holding:
+            self._holding[key] = self._naming(set().union(*gated.values()))
         node_ids = []
-        # A test class holds a gated function only if its module names a holder (a base, or the class itself).
-        for path, module in self._naming({model}, set().union(*gated.values())):
+        for path, module in self._holding[key]:
+            if model not in self._tests.words[path]:
+                continue
             module_path = path.relative_to(self.tests_dir.parent).as_posix()
             for test_class in module.test_classes:
                 if test_class.model_class != model:

@@ -137,23 +137,32 @@ def checkout_tests_of(package: Path) -> CheckoutTestModules | None:
 def test_classes(tree: ast.Module, methods: dict[ast.FunctionDef, MethodReading]) -> list[TestClass]:
     """The module's classes, with the model class each is configured for and its ancestry within the module."""
     classes = {cls.name: cls for cls in _classes(tree)}
+    return [TestClass(name, _configured(name, classes, methods), _ancestry(name, classes)) for name in classes]
 
-    def configured(name: str, seen: frozenset[str] = frozenset()) -> str | None:
-        node = classes.get(name)
-        if node is None or name in seen:
-            return None
-        own = _model_class(node, methods)
-        if own:
-            return own
-        return next((found for base in node.bases if (found := configured(_base_name(base), seen | {name}))), None)
 
-    def ancestry(name: str, seen: frozenset[str] = frozenset()) -> frozenset[str]:
-        node = classes.get(name)
-        if node is None or name in seen:
-            return frozenset({name})
-        return frozenset({name}).union(*(ancestry(_base_name(base), seen | {name}) for base in node.bases))
+# Functions of the module, not closures calling themselves: such a closure is a reference cycle, which kept each
+# module's whole tree alive in a run (it keeps the cycle collector off).
+def _configured(
+    name: str,
+    classes: dict[str, ast.ClassDef],
+    methods: dict[ast.FunctionDef, MethodReading],
+    seen: frozenset[str] = frozenset(),
+) -> str | None:
+    node = classes.get(name)
+    if node is None or name in seen:
+        return None
+    own = _model_class(node, methods)
+    if own:
+        return own
+    bases = (_configured(_base_name(base), classes, methods, seen | {name}) for base in node.bases)
+    return next((found for found in bases if found), None)
 
-    return [TestClass(name, configured(name), ancestry(name)) for name in classes]
+
+def _ancestry(name: str, classes: dict[str, ast.ClassDef], seen: frozenset[str] = frozenset()) -> frozenset[str]:
+    node = classes.get(name)
+    if node is None or name in seen:
+        return frozenset({name})
+    return frozenset({name}).union(*(_ancestry(_base_name(base), classes, seen | {name}) for base in node.bases))
 
 
 def _classes(tree: ast.Module) -> list[ast.ClassDef]:

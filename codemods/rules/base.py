@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from codemods.findings import Cost, Edit, Finding, Fix, FixSafety, ImportRequest
+from codemods.project.files import FileMemo
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.source import SourceFile
 from codemods.triggers import AnyOf, Trigger
@@ -74,6 +75,12 @@ class Rule:
     def resolve(self, finding: Finding, index: ProjectIndex) -> Finding | None:
         """Confirm what the check could not see from one file (finding.requires); None drops the finding."""
         return finding
+
+    def read_ahead(self, finding: Finding, memo: FileMemo) -> bool:
+        """Read into `memo` what `resolve` will read of files outside the trees for `finding`, found by a scan
+        (the run calls this while its workers scan on: it resolves alone, after them); whether it read. Once it
+        has, the run asks no more for this rule."""
+        return False
 
     def apply(self, edit: Edit, node: cst.CSTNode) -> cst.CSTNode:
         return getattr(self, f"edit_{edit.op}")(node, **dict(edit.params))

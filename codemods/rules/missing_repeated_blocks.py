@@ -8,8 +8,9 @@ from codemods.analysis.models.block_stacks import REPEATED_BLOCKS, UNREADABLE, e
 from codemods.analysis.models.model_graph import ModuleGraph, builders, denoising, factory_blocks, lineage, module_graph
 from codemods.edits.class_attributes import ClassAttributeEdits, ClassAttributePlacement
 from codemods.findings import Finding, FixSafety
+from codemods.project.files import FileMemo
 from codemods.project.frozen import DEPRECATED_REASON
-from codemods.project.gated_tests import tests_turned_on
+from codemods.project.gated_tests import read_gates_ahead, tests_turned_on
 from codemods.project.index import ProjectIndex, TreeInfo
 from codemods.rules.base import Example, Rule
 from codemods.source import SourceFile
@@ -197,6 +198,11 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
             reason = _turns_on_tests(tests_turned_on(index, finding.path, model, REPEATED_BLOCKS), self.code)
         fix = self.fix(*placement.edit(blocks)) if reason is None and blocks else finding.fix
         return replace(finding, message=message, not_fixed_reason=reason, fix=fix)
+
+    def read_ahead(self, finding: Finding, memo: FileMemo) -> bool:
+        """The checkout's tests that `resolve` asks of before it offers a new list (`tests_turned_on`)."""
+        asks = finding.extra["placement"] is not None and not finding.extra["tests_opted_in"]
+        return asks and read_gates_ahead(finding.path, REPEATED_BLOCKS, memo)
 
     def _per_step(self, index: ProjectIndex, model: str) -> tuple[str | None, str | None] | None:
         """(the pipeline that calls `model`, or a class it derives from, in its denoising loop; why the tree

@@ -8,7 +8,9 @@ SD3 turns on two tests that fail at `recompile_limit=1`). PixArt's tests do not 
 
 from __future__ import annotations
 
+import gc
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,10 +18,11 @@ from cli_runner import codemod
 from installed_trees import copy_installed_diffusers
 
 from codemods.engine.entry import Mode, RunOptions, RunResult, run
-from codemods.project.files import uncached
-from codemods.project.gated_tests import CheckoutGates
+from codemods.project.files import FileMemo, uncached
+from codemods.project.gated_tests import CheckoutGates, read_gates_ahead
 from codemods.project.index import installed_diffusers
 from codemods.project.test_modules import TEST_MODULE, CheckoutTestModules, module_words
+from codemods.rules.missing_repeated_blocks import MissingRepeatedBlocks
 
 COMPILE_MIXIN = """\
 import pytest
@@ -165,6 +168,71 @@ def test_a_class_deriving_from_the_mixin_in_another_module_holds_its_gated_test(
     assert CheckoutGates(CheckoutTestModules(tests)).turned_on("TinyModel", {"_repeated_blocks"}) == [
         "tests/models/test_tiny.py::TestTinyCompile::test_torch_compile_repeated_blocks"
     ]
+
+
+def test_a_run_scanning_in_workers_reads_the_tests_once_while_they_scan_and_a_serial_run_never(
+    plain_run: tuple[Path, str, RunResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read while the workers scan, as soon as a scan shows a new list (which resolving asks of the tests), and
+    asked no more once read; a run scanning in its own process reads them when resolving, if asked to."""
+    checkout, _, _ = plain_run
+    read: list[bool] = []
+    read_ahead = MissingRepeatedBlocks.read_ahead
+    monkeypatch.setattr(
+        MissingRepeatedBlocks, "read_ahead", lambda rule, *args: read.append(read_ahead(rule, *args)) or read[-1]
+    )
+    controlnets = checkout / "src" / "diffusers" / "models" / "controlnets"
+
+    def check(jobs: int) -> list[tuple]:
+        cache = tmp_path / f"cache-{jobs}"
+        shutil.copytree(checkout / ".cache", cache)  # the pipelines' facts DIF003 resolves with; no controlnet's scan
+        result = run(RunOptions(paths=(controlnets,), mode=Mode.CHECK, select=("DIF003",), jobs=jobs, cache_dir=cache))
+        return [(f.path, f.message, f.not_fixed_reason, f.fix) for f in result.findings]
+
+    serial = check(1)
+    assert read == []
+    assert check(2) == serial
+    assert read.count(True) == 1 and read[-1]  # asked of each finding until one read, then no more
+
+
+def _memo_into(kept: dict[tuple[str, str], object]) -> FileMemo:
+    def memo(path: str, kind: str, compute):
+        if (path, kind) not in kept:
+            kept[path, kind] = uncached(path, kind, compute)
+        return kept[path, kind]
+
+    return memo
+
+
+def test_reading_ahead_reads_all_that_the_gates_ask_of_for_any_model(tmp_path: Path) -> None:
+    _write_tests(tmp_path)
+    model = tmp_path / "src" / "diffusers" / SD3
+    for relative in ("__init__.py", "models/__init__.py", "models/transformers/__init__.py", SD3):
+        (tmp_path / "src" / "diffusers" / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "src" / "diffusers" / relative).write_text("")
+    kept: dict[tuple[str, str], object] = {}
+    assert read_gates_ahead(str(model), "_repeated_blocks", _memo_into(kept))
+    # The gates then only look up what was read ahead (a KeyError: what it had not read).
+    gates = CheckoutGates(CheckoutTestModules(tmp_path / "tests", lambda path, kind, _: kept[path, kind]))
+    assert gates.turned_on("SD3Transformer2DModel", {"_repeated_blocks"}) == [TURNED_ON]
+    assert gates.turned_on("PixArtTransformer2DModel", {"_repeated_blocks"}) == []
+    shutil.rmtree(tmp_path / "tests")
+    assert not read_gates_ahead(str(model), "_repeated_blocks", _memo_into({}))  # no tests/: nothing to read
+
+
+def test_reading_the_test_modules_leaves_no_reference_cycles(tmp_path: Path) -> None:
+    # A run keeps its cycle collector off (codemods/engine/entry.py): a cycle kept each module's whole tree alive.
+    _write_tests(tmp_path)
+    CheckoutGates(CheckoutTestModules(tmp_path / "tests")).turned_on("SD3Transformer2DModel", {"_repeated_blocks"})
+    gc.collect()  # what is built once per process (imports, compiled patterns) is built above
+    gc.disable()
+    try:
+        gates = CheckoutGates(CheckoutTestModules(tmp_path / "tests"))
+        assert gates.turned_on("SD3Transformer2DModel", {"_repeated_blocks"}) == [TURNED_ON]
+        del gates
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 def _recording_gates(root: Path) -> tuple[CheckoutGates, list[str]]:
