@@ -17,6 +17,7 @@ from functools import cached_property
 
 from codemods.analysis.values.binding_sites import Binding, Function, bindings_by_name, comprehension_bindings
 from codemods.node_index import indexed, nodes_within
+from codemods.source import local_or_self_name
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -58,12 +59,23 @@ class FunctionBindings:
             if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id == "self"
         )
 
+    @cached_property
+    def _comprehension_names(self) -> frozenset[str | None]:
+        """What the function's comprehensions (nested scopes' too) may bind: every name and `self.x` in their targets."""
+        return frozenset(
+            local_or_self_name(node)
+            for comprehension in nodes_within(self.function, ast.comprehension)
+            for node in nodes_within(comprehension.target, (ast.Name, ast.Attribute))
+        )
+
     def reaching(self, name: str, use: ast.AST | None) -> list[Binding]:
         """The bindings of `name` that may hold when `use` runs (all of them if `use` is not in the function)."""
         key = (name, id(use))
         if key in self._reaching:  # asked again (a name's place, then its element's...): skip the chain and the sort
             return self._reaching[key]
         bindings = self.of(name)
+        if name not in self._comprehension_names and all(binding.owner is self.function for binding in bindings):
+            return bindings  # parameters only (or nothing): no use to place, no comprehension to shadow them
         found = self._chain(use) if use is not None else None
         if found is None:
             return bindings
