@@ -17,7 +17,7 @@ from functools import cached_property
 
 from codemods.analysis.values.binding_sites import Binding, Function, bindings_by_name, comprehension_bindings
 from codemods.node_index import indexed, nodes_within
-from codemods.source import local_or_self_name
+from codemods.source import local_or_self_name, walk
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -65,7 +65,7 @@ class FunctionBindings:
         return frozenset(
             local_or_self_name(node)
             for comprehension in nodes_within(self.function, ast.comprehension)
-            for node in nodes_within(comprehension.target, (ast.Name, ast.Attribute))
+            for node in walk(comprehension.target)  # a name or a few: no file-wide index of names to build
         )
 
     def reaching(self, name: str, use: ast.AST | None) -> list[Binding]:
@@ -74,7 +74,7 @@ class FunctionBindings:
         if key in self._reaching:  # asked again (a name's place, then its element's...): skip the chain and the sort
             return self._reaching[key]
         bindings = self.of(name)
-        if name not in self._comprehension_names and all(binding.owner is self.function for binding in bindings):
+        if all(binding.owner is self.function for binding in bindings) and name not in self._comprehension_names:
             return bindings  # parameters only (or nothing): no use to place, no comprehension to shadow them
         found = self._chain(use) if use is not None else None
         if found is None:
