@@ -74,14 +74,15 @@ class FunctionBindings:
         if key in self._reaching:  # asked again (a name's place, then its element's...): skip the chain and the sort
             return self._reaching[key]
         bindings = self.of(name)
-        if all(binding.owner is self.function for binding in bindings) and name not in self._comprehension_names:
+        rebound = name in self._comprehension_names
+        if not rebound and all(binding.owner is self.function for binding in bindings):
             return bindings  # parameters only (or nothing): no use to place, no comprehension to shadow them
         found = self._chain(use) if use is not None else None
         if found is None:
             return bindings
         chain, holder = found
         # A comprehension's variables are seen only inside it, so only those around the use count.
-        inner = comprehension_bindings(name, chain)
+        inner = comprehension_bindings(name, chain) if rebound else []
         if inner:  # the function's own are in order already
             bindings = sorted([*bindings, *inner], key=self._where)
         if not bindings:
