@@ -122,7 +122,7 @@ class FunctionBindings:
 
     @cached_property
     def _statements(self) -> tuple[list[ast.AST], dict[int, ast.AST]]:
-        """The function's own statements (and `except` handlers), and each one's parent.
+        """The function's own statements (and `except` handlers) in source order, and each one's parent.
 
         Only statements: nine nodes in ten are expressions, whose parents the file's node index
         gives (`_chain`). Nested scopes and skipped branches get a parent but are not entered.
@@ -140,7 +140,7 @@ class FunctionBindings:
             if isinstance(node, _SCOPES):
                 continue
             skipped = isinstance(node, ast.If) and self.skip_branch(node)
-            for field in _block_fields(node):
+            for field in reversed(_block_fields(node)):  # the first block's first statement on top: in source order
                 for child in reversed(getattr(node, field, None) or ()):
                     if skipped and field == "body":
                         parents[id(child)] = node
@@ -246,19 +246,16 @@ class FunctionBindings:
 
     @cached_property
     def _all(self) -> dict[str, list[Binding]]:
-        found = bindings_by_name(self.function, self._statements[0])
-        for bindings in found.values():
-            if len(bindings) > 1:  # most names are bound once: no key to work out
-                bindings.sort(key=self._where)
-        return found
+        # Parameters, then the statements in source order: each name's bindings in the order they are made.
+        return bindings_by_name(self.function, self._statements[0])
 
 
 def _block_fields(node: ast.AST) -> tuple[str, ...]:
-    """Which of the fields that hold statements `node`'s kind has (none, for nine statements in ten)."""
+    """Which of the fields that hold statements `node`'s kind has (none, for nine statements in ten), in source order."""
     kind = node.__class__
     if kind not in _FIELDS_BY_KIND:
         _FIELDS_BY_KIND[kind] = tuple(
-            f for f in ("body", "orelse", "finalbody", "handlers", "cases") if f in kind._fields
+            f for f in ("body", "handlers", "orelse", "finalbody", "cases") if f in kind._fields
         )
     return _FIELDS_BY_KIND[kind]
 
