@@ -101,17 +101,22 @@ class FunctionBindings:
         for binding, where in zip(bindings, wheres):
             if self._dominates(binding, where, chain, at, blocks) and (latest is None or where >= start):
                 latest, start = binding, where
-        loops = [node for node in chain if isinstance(node, _LOOPS) and self._in_body(node, chain)]
         found = [latest] if latest is not None else []
+        loops: list[ast.AST] | None = None  # the loops whose body holds the use: asked for a binding after it only
         for binding, where in zip(bindings, wheres):
             if binding is latest or binding.owner is self.function:
                 continue
-            before = start < where < at and binding.owner not in chain
+            if start < where < at and binding.owner not in chain:  # after the dominating one, in a branch that may run
+                found.append(binding)
+                continue
+            if where <= at:
+                continue
+            if loops is None:
+                loops = [node for node in chain if isinstance(node, _LOOPS) and self._in_body(node, chain)]
             # Through a loop's back edge, unless the binding that dominates the use is in that loop too (and kills it).
-            around = where > at and any(
+            if any(
                 _inside(binding.owner, loop) and (latest is None or not _inside(latest.owner, loop)) for loop in loops
-            )
-            if before or around:
+            ):
                 found.append(binding)
         return found
 
