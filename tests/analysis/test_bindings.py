@@ -98,3 +98,34 @@ def test_the_assignment_being_evaluated_does_not_reach_its_own_value() -> None:
         use(x)
     """
     assert _reaching(code, "x", 3) == [0]
+
+
+def test_a_comprehension_variable_hides_the_parameter_it_shares_a_name_with() -> None:
+    code = """
+    def f(x):
+        return [x + 1 for x in range(3)]
+    """
+    function = ast.parse(textwrap.dedent(code)).body[0]
+    use = next(n for n in ast.walk(function) if isinstance(n, ast.BinOp)).left
+    assert [b.kind for b in FunctionBindings(function).reaching("x", use)] == ["element"]
+
+
+def test_a_names_bindings_come_in_the_order_they_are_written() -> None:
+    code = """
+    def f(x):
+        try:
+            x = 1
+        except ValueError:
+            x = 2
+        else:
+            x = 3
+        finally:
+            x = 4
+        if x:
+            x = 5
+        else:
+            x = 6
+    """
+    function = ast.parse(textwrap.dedent(code)).body[0]
+    bindings = FunctionBindings(function).of("x")
+    assert [0 if b.kind == "parameter" else b.owner.lineno for b in bindings] == [0, 4, 6, 8, 10, 12, 14]

@@ -26,6 +26,7 @@ _NONE: Mapping[str, ast.AST] = MappingProxyType({})
 _MAX_HELPER_DEPTH = 4
 # Bases that make a class an `nn.Module` and register nothing themselves.
 _MODULE_ROOTS = {"Module", "ModelMixin"}
+_STORES = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete)  # a tuple, not `A | B` built for every statement
 
 # Text every registration or in-place op call holds (see `class_attributes`).
 _CALL_HINT = Trigger(r"register_|add_module|setattr|_\(", "register_", "add_module", "setattr", "_(")
@@ -77,7 +78,7 @@ def class_attributes(
             if mutated and not in_init:
                 changes.setdefault(mutated, []).append(node)
         for node in statements(method.body, into_scopes=True):
-            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
+            if isinstance(node, _STORES):
                 for target in _targets(node):
                     attribute = self_attribute(target)
                     if attribute is None:

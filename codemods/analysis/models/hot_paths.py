@@ -166,7 +166,7 @@ class HotPaths:
                 return None
             if id(current) in self.loops and any(child is statement for statement in current.body):
                 return current
-            if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            if isinstance(current, _FUNCTIONS_AND_LAMBDAS):
                 if id(current) in self.functions:
                     return current
                 if not isinstance(current, ast.Lambda):
@@ -253,6 +253,7 @@ def _callees(
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
 _CALLS_AND_FUNCTIONS = (ast.Call, *_FUNCTIONS)
+_FUNCTIONS_AND_LAMBDAS = (*_FUNCTIONS, ast.Lambda)  # tuples, not `A | B`: `hot_scope` tests every ancestor
 
 
 def own_loops(method: Function) -> list[ast.AST]:

@@ -257,7 +257,7 @@ def places_at(source: SourceFile, ancestors: Ancestors) -> FunctionPlaces | None
     """The places of the function a node is in (its class's attributes included, for a method)."""
     for position in range(len(ancestors) - 1, -1, -1):
         function = ancestors[position]
-        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        if isinstance(function, Function):
             break
     else:
         return None

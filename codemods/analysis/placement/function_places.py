@@ -42,6 +42,12 @@ _PYTHON_ATTRIBUTES = {
     "itemsize", "nbytes", "is_leaf", "in_features", "out_features", "num_heads", "dim",
 }  # fmt: skip
 _MODULE_TENSOR_ATTRIBUTES = {"weight", "bias"}
+# Expressions that build a Python value, never a tensor (tested by class: `ast.parse` makes no subclass of these).
+_PYTHON_VALUES = frozenset({
+    ast.Constant, ast.JoinedStr, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp,
+    ast.Lambda, ast.List, ast.Tuple,
+})  # fmt: skip
+_IDENTITY_TESTS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
 class FunctionPlaces(CycleMemo):
@@ -173,17 +179,18 @@ class FunctionPlaces(CycleMemo):
     # -- expressions ------------------------------------------------------------------------------
 
     def _place(self, node: ast.expr) -> Place:
-        if isinstance(node, ast.Constant | ast.JoinedStr | ast.Dict | ast.Set | ast.ListComp | ast.DictComp
-                      | ast.SetComp | ast.GeneratorExp | ast.Lambda):  # fmt: skip
-            return Place.PYTHON
-        if isinstance(node, ast.List | ast.Tuple):
-            return Place.PYTHON
+        # The commonest kinds first, each tested alone: asked for every expression placed, a chain of tests of
+        # `A | B` unions (each built again on every call) cost more than most answers.
         if isinstance(node, ast.Name):
             if node.id == "self" and self.cls is not None:
                 return Place.MODULE if self.cls.is_module else Place.UNKNOWN
             return self.name_place(node.id, node)
         if isinstance(node, ast.Attribute):
             return self._attribute_place(node)
+        if isinstance(node, ast.Call):
+            return call_place(self, node)
+        if node.__class__ in _PYTHON_VALUES:
+            return Place.PYTHON
         if isinstance(node, ast.Subscript):
             base = self.place(node.value)
             if base.is_tensor or base is Place.MODULE:
@@ -197,18 +204,12 @@ class FunctionPlaces(CycleMemo):
             operand = self.place(node.operand)
             return Place.PYTHON if isinstance(node.op, ast.Not) and not operand.is_tensor else operand
         if isinstance(node, ast.Compare):
-            if all(isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in node.ops):
+            if all(isinstance(op, _IDENTITY_TESTS) for op in node.ops):
                 return Place.PYTHON
             return combine([self.place(node.left), *(self.place(c) for c in node.comparators)], python_if_none=True)
-        if isinstance(node, ast.BoolOp):
-            return Place.UNKNOWN
         if isinstance(node, ast.IfExp):
             return join(self.place(node.body), self.place(node.orelse)) or Place.UNKNOWN
-        if isinstance(node, ast.Call):
-            return call_place(self, node)
-        if isinstance(node, ast.Starred):
-            return Place.UNKNOWN
-        return Place.UNKNOWN
+        return Place.UNKNOWN  # a `BoolOp`, a `Starred`
 
     def _attribute_place(self, node: ast.Attribute) -> Place:
         if node.attr in ("config", "_execution_device", "device", "dtype"):

@@ -17,6 +17,7 @@ from functools import cached_property
 
 from codemods.analysis.values.binding_sites import Binding, Function, bindings_by_name, comprehension_bindings
 from codemods.node_index import indexed, nodes_within
+from codemods.source import local_or_self_name, walk
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -58,18 +59,30 @@ class FunctionBindings:
             if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id == "self"
         )
 
+    @cached_property
+    def _comprehension_names(self) -> frozenset[str | None]:
+        """What the function's comprehensions (nested scopes' too) may bind: every name and `self.x` in their targets."""
+        return frozenset(
+            local_or_self_name(node)
+            for comprehension in nodes_within(self.function, ast.comprehension)
+            for node in walk(comprehension.target)  # a name or a few: no file-wide index of names to build
+        )
+
     def reaching(self, name: str, use: ast.AST | None) -> list[Binding]:
         """The bindings of `name` that may hold when `use` runs (all of them if `use` is not in the function)."""
         key = (name, id(use))
         if key in self._reaching:  # asked again (a name's place, then its element's...): skip the chain and the sort
             return self._reaching[key]
         bindings = self.of(name)
+        rebound = name in self._comprehension_names
+        if not rebound and all(binding.owner is self.function for binding in bindings):
+            return bindings  # parameters only (or nothing): no use to place, no comprehension to shadow them
         found = self._chain(use) if use is not None else None
         if found is None:
             return bindings
         chain, holder = found
         # A comprehension's variables are seen only inside it, so only those around the use count.
-        inner = comprehension_bindings(name, chain)
+        inner = comprehension_bindings(name, chain) if rebound else []
         if inner:  # the function's own are in order already
             bindings = sorted([*bindings, *inner], key=self._where)
         if not bindings:
@@ -88,17 +101,22 @@ class FunctionBindings:
         for binding, where in zip(bindings, wheres):
             if self._dominates(binding, where, chain, at, blocks) and (latest is None or where >= start):
                 latest, start = binding, where
-        loops = [node for node in chain if isinstance(node, _LOOPS) and self._in_body(node, chain)]
         found = [latest] if latest is not None else []
+        loops: list[ast.AST] | None = None  # the loops whose body holds the use: asked for a binding after it only
         for binding, where in zip(bindings, wheres):
             if binding is latest or binding.owner is self.function:
                 continue
-            before = start < where < at and binding.owner not in chain
+            if start < where < at and binding.owner not in chain:  # after the dominating one, in a branch that may run
+                found.append(binding)
+                continue
+            if where <= at:
+                continue
+            if loops is None:
+                loops = [node for node in chain if isinstance(node, _LOOPS) and self._in_body(node, chain)]
             # Through a loop's back edge, unless the binding that dominates the use is in that loop too (and kills it).
-            around = where > at and any(
+            if any(
                 _inside(binding.owner, loop) and (latest is None or not _inside(latest.owner, loop)) for loop in loops
-            )
-            if before or around:
+            ):
                 found.append(binding)
         return found
 
@@ -109,7 +127,7 @@ class FunctionBindings:
 
     @cached_property
     def _statements(self) -> tuple[list[ast.AST], dict[int, ast.AST]]:
-        """The function's own statements (and `except` handlers), and each one's parent.
+        """The function's own statements (and `except` handlers) in source order, and each one's parent.
 
         Only statements: nine nodes in ten are expressions, whose parents the file's node index
         gives (`_chain`). Nested scopes and skipped branches get a parent but are not entered.
@@ -127,7 +145,7 @@ class FunctionBindings:
             if isinstance(node, _SCOPES):
                 continue
             skipped = isinstance(node, ast.If) and self.skip_branch(node)
-            for field in _block_fields(node):
+            for field in reversed(_block_fields(node)):  # the first block's first statement on top: in source order
                 for child in reversed(getattr(node, field, None) or ()):
                     if skipped and field == "body":
                         parents[id(child)] = node
@@ -233,19 +251,16 @@ class FunctionBindings:
 
     @cached_property
     def _all(self) -> dict[str, list[Binding]]:
-        found = bindings_by_name(self.function, self._statements[0])
-        for bindings in found.values():
-            if len(bindings) > 1:  # most names are bound once: no key to work out
-                bindings.sort(key=self._where)
-        return found
+        # Parameters, then the statements in source order: each name's bindings in the order they are made.
+        return bindings_by_name(self.function, self._statements[0])
 
 
 def _block_fields(node: ast.AST) -> tuple[str, ...]:
-    """Which of the fields that hold statements `node`'s kind has (none, for nine statements in ten)."""
+    """Which of the fields that hold statements `node`'s kind has (none, for nine statements in ten), in source order."""
     kind = node.__class__
     if kind not in _FIELDS_BY_KIND:
         _FIELDS_BY_KIND[kind] = tuple(
-            f for f in ("body", "orelse", "finalbody", "handlers", "cases") if f in kind._fields
+            f for f in ("body", "handlers", "orelse", "finalbody", "cases") if f in kind._fields
         )
     return _FIELDS_BY_KIND[kind]
 
