@@ -119,11 +119,9 @@ class MissingRepeatedBlocks(ClassAttributeEdits, Rule):
         graph = module_graph(source)
         for cls in source.classes:
             parts = graph.classes.get(cls.name)
-            if (
-                parts is None
-                or not is_model_class(cls)
-                or not (parts.stacks or parts.unclear or parts.factories or parts.appended)
-            ):
+            if parts is None or not is_model_class(cls):
+                continue
+            if not (parts.stacks or parts.unclear or parts.factories or parts.appended):
                 continue
             blocks = list(parts.stacks)
             existing = existing_list(cls)
