@@ -9,6 +9,7 @@ import importlib
 import shutil
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 
 from bot.verify.judging.target_result import target_result
@@ -18,6 +19,7 @@ from bot.verify.planning.plan import LoopShapes, TreeMap, targets_to_run
 from bot.verify.reporting.report import TargetResult
 from bot.verify.running.protocol import WorkerRequest
 from bot.verify.running.runner import run_tree, worker_zygote
+from bot.verify.running.zygote import serves
 from bot.verify.targets import TargetSpec, all_targets
 from bot.verify.targets.from_tests import cannot_run, discover, replaced_by
 from codemods.project.test_modules import CheckoutTestModules
@@ -82,7 +84,9 @@ def verify_changes(
     say(f"running {len(specs)} target(s) in the original and the rewritten tree ({device})")
     shutil.rmtree(root / "runs", ignore_errors=True)  # a kept work dir must not lend old results
     # One zygote forks both trees' workers (torch imported once); it stops once both are done, or on an interrupt.
-    with worker_zygote(python, root / "worker-zygote.txt") as zygote, ThreadPoolExecutor(max_workers=3) as pool:
+    # None for a run whose workers are never forked (CUDA, real scale): it would import torch for nothing.
+    forked = worker_zygote(python, root / "worker-zygote.txt") if any(map(serves, requests)) else nullcontext()
+    with forked as zygote, ThreadPoolExecutor(max_workers=3) as pool:
         # The parity check imports torch (seconds); it loads while the workers run.
         pool.submit(importlib.import_module, "bot.verify.running.outputs")
         before, after = pool.map(lambda request: run_tree(request, python=python, zygote=zygote), requests)

@@ -122,11 +122,13 @@ class ScanCache:
 
     def file_memo(self, path: str, kind: str, compute: Callable[[str], T]) -> T | None:
         """`compute` of the file's text, kept by its content digest (a `codemods.project.files.FileMemo`)."""
+        from codemods.project.files import memo_text  # here: a warm check looks up its result without reading files
+
         try:
             key = self.memo_key(path, kind)
             if key not in self._scans:
                 with open(path, "rb") as handle:
-                    self.put(key, compute(handle.read().decode("utf-8", errors="replace")))
+                    self.put(key, compute(memo_text(handle.read())))
         except OSError:
             return None
         return self._scans[key]

@@ -88,17 +88,18 @@ FileMemo = Callable[[str, str, Callable[[str], T]], T | None]
 def uncached(path: str, kind: str, compute: Callable[[str], T]) -> T | None:
     """A `FileMemo` that keeps nothing: `compute` of the file's text (None when it cannot be read)."""
     try:
-        return compute(Path(path).read_bytes().decode("utf-8", errors="replace"))
+        return compute(memo_text(Path(path).read_bytes()))
     except OSError:
         return None
 
 
-def read_the_same(text: str) -> bool:
-    """Whether `text`, a file's bytes decoded as a `FileMemo` hands them (UTF-8, errors replaced), is the text
-    `read_source` gives: nothing replaced, no byte-order mark, no coding declaration (`decode_source`)."""
-    second_line_end = text.find("\n", text.find("\n") + 1)
-    head = text if second_line_end < 0 else text[:second_line_end]
-    return "\ufffd" not in text and not text.startswith("\ufeff") and "coding" not in head
+def memo_text(data: bytes) -> str:
+    """The text every `FileMemo` hands `compute`: the file as Python reads it (`decode_source`), or nothing
+    where Python could not decode it (such a file defines no class, copy or test that anything could use)."""
+    try:
+        return decode_source(data)[0]
+    except SourceDecodeError:
+        return ""
 
 
 def why_not_writable(path: str | Path) -> str | None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from codemods.project.facts import ClassFacts, CopyBlock, FileFacts, MethodFacts, cited_source, extract_facts
-from codemods.project.files import FileMemo, SourceDecodeError, read_source, read_the_same, uncached
+from codemods.project.files import FileMemo, SourceDecodeError, read_source, uncached
 
 T = TypeVar("T")
 
@@ -175,7 +175,7 @@ class ProjectIndex:
             return of_facts(known)
         if path in self._texts:
             return of_text(self._texts[path] or "")
-        found = self.file_memo(path, kind, lambda text: of_text(text if read_the_same(text) else self.text(path) or ""))
+        found = self.file_memo(path, kind, of_text)
         return of_text("") if found is None else found
 
     def _root_of(self, path: str) -> Path | None:
