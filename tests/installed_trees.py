@@ -8,11 +8,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from warm_python import run_python
 
 from codemods.engine.entry import Mode, RunOptions, RunResult, run
 from codemods.project.index import installed_diffusers
@@ -68,11 +69,10 @@ def build_diffusers_trees(directory: Path) -> DiffusersTrees:
 
 
 def run_python_in_tree(tree: Path, code: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run `code` in a fresh interpreter that imports diffusers from `tree` (never two diffusers in one process)."""
+    """Run `code` as `python -c` in a process that imports diffusers from `tree` (never two diffusers in one process),
+    forked with torch and transformers imported (`warm_python`)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True, timeout=timeout
-    )
+    return run_python(code, tree, env, timeout)
 
 
 # Runs each script in globals of its own, as `-c` would, and prints what each printed, as one JSON list.
