@@ -132,19 +132,31 @@ def test_a_model_whose_tests_are_not_gated_on_the_attribute_is_still_fixed(
     assert [Path(path).name for path in result.changes] == ["pixart_transformer_2d.py"]
 
 
-def test_a_run_that_opts_in_fixes_the_model_whose_tests_it_turns_on(tmp_path: Path) -> None:
-    checkout = _checkout(tmp_path)
-    _run(checkout, opt_in=("DIF003-turned-on-tests",))
-    assert '    _repeated_blocks = ["JointTransformerBlock"]\n' in (checkout / "src" / "diffusers" / SD3).read_text()
+@pytest.fixture(scope="module")
+def opted_in_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run that opts in on a fresh checkout: the checkout. Its cache, where `codemod` in it keeps one, has the scans
+    a check that opts in reads back (the opt-ins are part of every scan's key)."""
+    checkout = _checkout(tmp_path_factory.mktemp("opted-in-run"))
+    _run(checkout, opt_in=("DIF003-turned-on-tests",), cache=checkout / ".cache")
+    return checkout
 
 
-def test_the_command_line_opts_in_and_names_an_unknown_opt_in_in_one_line(plain_run: tuple[Path, str, RunResult]) -> None:
+def test_a_run_that_opts_in_fixes_the_model_whose_tests_it_turns_on(opted_in_run: Path) -> None:
+    sd3 = (opted_in_run / "src" / "diffusers" / SD3).read_text()
+    assert '    _repeated_blocks = ["JointTransformerBlock"]\n' in sd3
+
+
+def test_the_command_line_opts_in_and_names_an_unknown_opt_in_in_one_line(
+    plain_run: tuple[Path, str, RunResult], opted_in_run: Path
+) -> None:
     checkout, _, _ = plain_run  # checked, never written: SD3 as it was, PixArt as the plain run fixed it
     sd3 = f"src/diffusers/{SD3}"
     plain = codemod("run", "--check", "--select", "DIF003", sd3, cwd=checkout)
     assert plain.stderr.startswith("1 finding(s); 1 file(s) scanned."), plain.stderr
     assert "it turns on tests that never ran for this model" in plain.stdout
-    opted = codemod("run", "--check", "--select", "DIF003", "--opt-in", "DIF003-turned-on-tests", sd3, cwd=checkout)
+    # With the cache of the run that opted in on a copy of the same checkout, as a user's second run would have it.
+    opt_in = ("--opt-in", "DIF003-turned-on-tests")
+    opted = codemod("run", "--check", "--select", "DIF003", *opt_in, sd3, cwd=checkout, cache=opted_in_run / ".cache")
     assert "1 finding(s); 1 fixable" in opted.stderr, opted.stderr
     unknown = codemod("run", "--check", "--opt-in", "DIF003-tests", sd3, cwd=checkout)
     assert unknown.returncode == 2
