@@ -21,9 +21,18 @@ def spans_a_line(node: ast.AST, wanted: list[int]) -> bool:
     if start is None:  # arguments, comprehensions... have no position: look inside
         return True
     if node.__class__ in DECORATED and node.decorator_list:  # type: ignore[attr-defined]
-        start = min(start, min(d.lineno for d in node.decorator_list))  # type: ignore[attr-defined]
+        start = node.decorator_list[0].lineno  # type: ignore[attr-defined] (decorators come first, in source order)
     end = node.end_lineno or start
     first_at_or_after = bisect.bisect_left(wanted, start)
+    return first_at_or_after < len(wanted) and wanted[first_at_or_after] <= end
+
+
+def signature_on_lines(function: ast.AST, wanted: list[int]) -> bool:
+    """Whether one of `wanted` (sorted) lies from `function`'s `def` (or `lambda`) to its body's first line, where its
+    parameters lie: their `arguments` have no position, and a walk would otherwise test each of them."""
+    body = function.body  # type: ignore[attr-defined]
+    end = body[0].lineno if body.__class__ is list else body.lineno
+    first_at_or_after = bisect.bisect_left(wanted, function.lineno)  # type: ignore[attr-defined]
     return first_at_or_after < len(wanted) and wanted[first_at_or_after] <= end
 
 
@@ -50,7 +59,7 @@ def _statements_on_lines(block: list[ast.stmt], wanted: list[int]) -> list[ast.s
     """The statements of `block` whose lines hold one of `wanted` (sorted), in order. A block's statements follow
     each other: their first and last lines never decrease (`a = 1; b = 2` share theirs)."""
     lines = wanted[
-        bisect.bisect_left(wanted, _first_line(block[0])) : bisect.bisect_right(wanted, block[-1].end_lineno or 0)
+        bisect.bisect_left(wanted, first_line(block[0])) : bisect.bisect_right(wanted, block[-1].end_lineno or 0)
     ]
     if len(lines) >= len(block):
         return [statement for statement in block if spans_a_line(statement, wanted)]
@@ -59,7 +68,7 @@ def _statements_on_lines(block: list[ast.stmt], wanted: list[int]) -> list[ast.s
     for line in lines:
         start = bisect.bisect_left(block, line, start, key=_last_line)  # the first statement not over before `line`
         index = start
-        while index < len(block) and _first_line(block[index]) <= line:
+        while index < len(block) and first_line(block[index]) <= line:
             if index > last:
                 found.append(block[index])
                 last = index
@@ -67,10 +76,11 @@ def _statements_on_lines(block: list[ast.stmt], wanted: list[int]) -> list[ast.s
     return found
 
 
-def _first_line(statement: ast.stmt) -> int:
+def first_line(statement: ast.stmt) -> int:
     """Where `statement` starts, its decorators included (as `spans_a_line` counts it)."""
-    decorators = getattr(statement, "decorator_list", None)
-    return min(statement.lineno, *(d.lineno for d in decorators)) if decorators else statement.lineno
+    if statement.__class__ in DECORATED and statement.decorator_list:  # type: ignore[attr-defined]
+        return statement.decorator_list[0].lineno  # type: ignore[attr-defined]
+    return statement.lineno
 
 
 def _last_line(statement: ast.stmt) -> int:

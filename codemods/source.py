@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from codemods.findings import NodeRef
-from codemods.line_walk import DECORATED, children_on_lines, nodes_below
+from codemods.line_walk import DECORATED, children_on_lines, nodes_below, signature_on_lines
 from codemods.lines import LineIndex, split_lines
 from codemods.node_index import BLOCK_FIELDS, CHILD_FIELDS, Kind, NodeIndex, index_when_asked
 from codemods.triggers import AnyOf, Trigger
@@ -167,6 +167,9 @@ class SourceFile:
             if kinds is None or isinstance(node, kinds):
                 yield node, ancestors
             line = getattr(node, "lineno", None)
+            if line is None and node.__class__ is ast.arguments and ancestors:
+                if not signature_on_lines(ancestors[-1], wanted):
+                    continue  # a function's parameters (no position of their own), none on a wanted line
             # Below the root, a node on one line is on a wanted one, and so is all it holds (but for a function's or a
             # class's decorators: those are always walked line by line).
             if not ancestors or line is None or node.end_lineno != line or node.__class__ in DECORATED:

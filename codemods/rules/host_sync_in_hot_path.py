@@ -122,7 +122,7 @@ class HostSyncInHotPath(Rule):
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         hot = hot_paths(source)
         seen: set[tuple[int, int]] = set()
-        lines = source.lines_matching(self.trigger, within=hot.ranges)
+        lines = source.lines_matching(self.trigger, within=hot.run_ranges)
         for node, ancestors in source.walk_lines(lines, kinds=READING_NODES):
             reads = list(host_reads(node))
             if not reads:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from codemods.analysis.models.cold_branches import OTHER_BACKENDS, in_cold_branch
 from codemods.analysis.models.loop_arguments import is_scheduler_step
-from codemods.line_walk import spans_a_line
+from codemods.line_walk import first_line, spans_a_line
 from codemods.node_index import nodes_within, parent_of
 from codemods.source import Ancestors, SourceFile, child_nodes, dotted_name, statements
 
@@ -148,6 +148,9 @@ class HotPaths:
     loops: set[int] = field(default_factory=set)  # id() of denoising loop nodes
     # (first, last) lines of the hot functions and loops: rules that only report hot code search these.
     ranges: list[tuple[int, int]] = field(default_factory=list)
+    # The same without a hot function's signature and docstring, which run once, where the function is defined: the
+    # lines a rule of per-call reads searches (a read there would be in no node of the lines kept).
+    run_ranges: list[tuple[int, int]] = field(default_factory=list)
     # id() of a hot function -> what makes it hot: STEP (a denoising loop or a scheduler's step calls it),
     # ATTENTION (an attention processor or backend), or the name of a class whose `forward` reaches it.
     entries: dict[int, set[str]] = field(default_factory=dict)
@@ -206,6 +209,7 @@ def _analyse(source: SourceFile) -> HotPaths:
             for loop in (n for n in own_loops(method) if is_denoising_loop(n) or _steps_a_scheduler(n, step_lines)):
                 paths.loops.add(id(loop))
                 paths.ranges.append((loop.lineno, loop.end_lineno or loop.lineno))
+                paths.run_ranges.append(paths.ranges[-1])
                 callees = _callees(loop, methods, module_functions)
                 worklist.extend((callee, methods, STEP) for callee in callees)
     backends = (function for function in module_functions.values() if _is_attention_backend(function))
@@ -221,11 +225,21 @@ def _analyse(source: SourceFile) -> HotPaths:
         if id(function) not in paths.functions:
             paths.functions.add(id(function))
             paths.ranges.append((function.lineno, function.end_lineno or function.lineno))
+            paths.run_ranges += _statement_lines(function)
         key = (id(function), id(methods))
         if key not in callees_of:
             callees_of[key] = _callees(function, methods, module_functions)
         worklist.extend((callee, methods, entry) for callee in callees_of[key])
     return paths
+
+
+def _statement_lines(function: Function) -> list[tuple[int, int]]:
+    """The lines of `function`'s statements after its docstring (its decorators, signature and docstring run once)."""
+    body = function.body
+    first = body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        body = body[1:]
+    return [(first_line(body[0]), function.end_lineno or function.lineno)] if body else []
 
 
 def _callees(
