@@ -167,9 +167,8 @@ class SourceFile:
             if kinds is None or isinstance(node, kinds):
                 yield node, ancestors
             line = getattr(node, "lineno", None)
-            if line is None and node.__class__ is ast.arguments and ancestors:
-                if not signature_on_lines(ancestors[-1], wanted):
-                    continue  # a function's parameters (no position of their own), none on a wanted line
+            if line is None and node.__class__ is ast.arguments and not signature_on_lines(ancestors[-1], wanted):
+                continue  # a function's parameters (no position of their own), none on a wanted line
             # Below the root, a node on one line is on a wanted one, and so is all it holds (but for a function's or a
             # class's decorators: those are always walked line by line).
             if not ancestors or line is None or node.end_lineno != line or node.__class__ in DECORATED:

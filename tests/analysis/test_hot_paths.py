@@ -122,3 +122,22 @@ def test_a_registered_attention_backend_and_its_helpers_are_hot_but_not_an_npu_o
         return torch.all(attn_mask != 0)  # here
     """
     assert _hot_lines(code) == [True, True, False]
+
+
+def test_the_lines_run_per_call_leave_out_a_hot_functions_signature_and_docstring() -> None:
+    code = """
+    class Block(nn.Module):
+        @torch.no_grad()
+        def forward(
+            self, x: torch.Tensor, eps: float = float("inf")
+        ):
+            \"\"\"Scaled if `eps` is finite.\"\"\"
+            return x * 2
+
+        def helper(self):
+            for step in self.progress_bar(timesteps):
+                pass
+    """
+    paths = hot_paths(SourceFile("snippet.py", textwrap.dedent(code)))
+    assert sorted(paths.ranges) == [(4, 8), (11, 12)]
+    assert sorted(paths.run_ranges) == [(8, 8), (11, 12)]
