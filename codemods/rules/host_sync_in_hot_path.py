@@ -124,7 +124,8 @@ class HostSyncInHotPath(Rule):
         seen: set[tuple[int, int]] = set()
         lines = source.lines_matching(self.trigger, within=hot.run_ranges)
         for node, ancestors in source.walk_lines(lines, kinds=READING_NODES):
-            reads = list(host_reads(node))
+            # DIF006 reports values rebuilt with `torch.tensor`: a node reading nothing else is not placed.
+            reads = [read for read in host_reads(node) if read.kind != "tensor"]
             if not reads:
                 continue
             scope = hot.hot_scope(ancestors, node)
@@ -132,8 +133,6 @@ class HostSyncInHotPath(Rule):
             if places is None:
                 continue
             for read in reads:
-                if read.kind == "tensor":
-                    continue  # DIF006 reports values rebuilt with `torch.tensor`
                 if not places.is_device(read.operand):
                     continue
                 if read.kind == "mask" and not places.is_device(node.value):  # type: ignore[attr-defined]
@@ -146,7 +145,9 @@ class HostSyncInHotPath(Rule):
                 message = host_read_message(source, read, scope, chain)
                 traced = traced_places_at(source, ancestors)
                 operands = (read.operand, node.value) if read.kind == "mask" else (read.operand,)  # type: ignore[attr-defined]
-                placement = Placement.DEVICE if traced and all(traced.is_device(o) for o in operands) else Placement.UNKNOWN
+                placement = (
+                    Placement.DEVICE if traced and all(traced.is_device(o) for o in operands) else Placement.UNKNOWN
+                )
                 if placement is Placement.UNKNOWN:
                     message += PLACEMENT_UNKNOWN.format(value=shortened(source.segment(read.operand)))
                 message += empty_mask_guard(source, node, read.node, places) or ""

@@ -119,7 +119,7 @@ class HostValueRebuilt(DeviceGetterEdits, Rule):
 
     def check(self, source: SourceFile, tree: TreeInfo) -> Iterator[Finding]:
         hot = hot_paths(source)
-        lines = source.lines_matching(self.trigger, within=hot.ranges)
+        lines = source.lines_matching(self.trigger, within=hot.run_ranges)
         for node, ancestors in source.walk_lines(lines, kinds=ast.Call):
             if is_move(node):
                 finding = self._moved_host_value(source, node, ancestors, hot)
