@@ -24,6 +24,8 @@ from bot.verify.checkout.turned_on_tests import turned_on_tests
 from bot.verify.planning.changes import rewrite_copy, why_nothing_changed
 from bot.verify.real_scale.run import real_scale_section
 from bot.verify.reporting.report import VerifyReport
+from bot.verify.running.runner import worker_zygote
+from bot.verify.running.zygote import forks_on
 from bot.verify.target_runs import verify_changes
 from codemods.project.test_modules import checkout_tests_of
 
@@ -88,19 +90,23 @@ def verify(
             if interpreter is not None:
                 python = interpreter()
                 lap("environment")
-            results = verify_changes(checkout_tests, changes, root, device, compile, tolerance, say, python)
-            lap("targets")
-            if scale == "real":
-                real = real_scale_section(changes, device, root / "real-scale", python, say)
-                lap("real scale")
-            if own_tests:
-                tests = changed_files_tests(
-                    checkout_tests, src, changes, root / "own-tests", python, tests_budget_s, say
-                )
-                turned_on = turned_on_tests(
-                    checkout_tests, changes, root / "turned-on-tests", python, tests_budget_s, say
-                )
-                lap("own tests")
+            # One zygote forks both trees' workers and the checkout's own tests (torch imported once), started by
+            # the first of them; it stops once they are done, or on an interrupt, with any child still running.
+            with worker_zygote(python, root / "zygote.txt") as zygote:
+                results = verify_changes(checkout_tests, changes, root, device, compile, tolerance, say, python, zygote)
+                lap("targets")
+                if scale == "real":
+                    real = real_scale_section(changes, device, root / "real-scale", python, say)
+                    lap("real scale")
+                if own_tests:
+                    forked = zygote if forks_on(device) else None
+                    tests = changed_files_tests(
+                        checkout_tests, src, changes, root / "own-tests", python, tests_budget_s, say, forked
+                    )
+                    turned_on = turned_on_tests(
+                        checkout_tests, changes, root / "turned-on-tests", python, tests_budget_s, say, forked
+                    )
+                    lap("own tests")
             checkout = checkout_of(src)
             if repo_checks and checkout is not None:
                 trees = {"original": changes.original, "rewritten": changes.rewritten}

@@ -9,7 +9,6 @@ import importlib
 import shutil
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from pathlib import Path
 
 from bot.verify.judging.target_result import target_result
@@ -18,8 +17,8 @@ from bot.verify.planning.changes import ChangeSet, Rewrite
 from bot.verify.planning.plan import LoopShapes, TreeMap, targets_to_run
 from bot.verify.reporting.report import TargetResult
 from bot.verify.running.protocol import WorkerRequest
-from bot.verify.running.runner import run_tree, worker_zygote
-from bot.verify.running.zygote import serves
+from bot.verify.running.runner import run_tree
+from bot.verify.running.zygote import Zygote
 from bot.verify.targets import TargetSpec, all_targets
 from bot.verify.targets.from_tests import cannot_run, discover, replaced_by
 from codemods.project.test_modules import CheckoutTestModules
@@ -34,10 +33,11 @@ def verify_changes(
     tolerance: float,
     say: Callable[[str], None],
     python: Path | None,
+    zygote: Zygote | None,
 ) -> list[TargetResult]:
     """The results of the targets that reach the changed files (built-in, or configured by the checkout's `tests`),
-    each run on both trees (a worker per tree), then one `unverified` entry per class holding rewrites that no
-    target vouched for, with the reason."""
+    each run on both trees (a worker per tree, forked by the run's `zygote` where it serves them), then one
+    `unverified` entry per class holding rewrites that no target vouched for, with the reason."""
     tree = TreeMap(changes.original)
     changed = set(changes.changed_files)
     built_in = all_targets()
@@ -83,10 +83,7 @@ def verify_changes(
         return _unverified(changes.rewrites, {}, {})
     say(f"running {len(specs)} target(s) in the original and the rewritten tree ({device})")
     shutil.rmtree(root / "runs", ignore_errors=True)  # a kept work dir must not lend old results
-    # One zygote forks both trees' workers (torch imported once); it stops once both are done, or on an interrupt.
-    # None for a run whose workers are never forked (CUDA, real scale): it would import torch for nothing.
-    forked = worker_zygote(python, root / "worker-zygote.txt") if any(map(serves, requests)) else nullcontext()
-    with forked as zygote, ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=3) as pool:
         # The parity check imports torch (seconds); it loads while the workers run.
         pool.submit(importlib.import_module, "bot.verify.running.outputs")
         before, after = pool.map(lambda request: run_tree(request, python=python, zygote=zygote), requests)

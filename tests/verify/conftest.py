@@ -1,3 +1,4 @@
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -5,6 +6,8 @@ import torch
 from shared_session import run_directory
 
 from bot.verify.census.emulated_device import install_emulated_device
+from bot.verify.running.runner import worker_zygote
+from bot.verify.running.zygote import Zygote
 
 
 @pytest.fixture(scope="session")
@@ -21,3 +24,13 @@ def scan_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     writes its files whole (a rename), so workers filling it at once lose entries, never read half of one.
     """
     return run_directory(tmp_path_factory) / "verify-scan-cache"
+
+
+@pytest.fixture(scope="session")
+def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
+    """One zygote for the tests that fork workers or the checkout's own tests through one (as a verify run has one),
+    up (torch imported) before the first of them runs."""
+    log = tmp_path_factory.mktemp("zygote") / "zygote.txt"
+    with worker_zygote(None, log) as running:
+        assert running.ready(), log.read_text()
+        yield running

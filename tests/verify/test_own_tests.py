@@ -7,14 +7,21 @@ breaks one function on purpose.
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
 import shutil
 import sys
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pytest
+from processes import alive
 
-from bot.verify.checkout.own_tests import OwnTests, run_own_tests
+from bot.verify.checkout.own_tests import SIDES, OwnTests, run_own_tests
 from bot.verify.reporting.report import VerifyReport
+from bot.verify.running.zygote import Zygote
 
 OPS = """\
 def add(a, b):
@@ -26,6 +33,8 @@ def scale(x, factor):
 """
 
 TESTS = """\
+import os
+import subprocess
 import time
 import unittest
 
@@ -49,14 +58,25 @@ class OpsFastTests(unittest.TestCase):
 
 class OpsSlowTests(unittest.TestCase):
     def test_wait(self):
+        sleeper = subprocess.Popen(["sleep", "600"])
+        with open("pids.json", "w") as pids:
+            pids.write(f"[{os.getpid()}, {sleeper.pid}]")
         time.sleep(60)
 """
 
 CONFTEST = """\
+import json
+import os
 import sys
 from os.path import abspath, dirname, join
 
 sys.path.insert(1, abspath(join(dirname(dirname(__file__)), "src")))
+hub = ("huggingface_hub", "transformers", "datasets")
+json.dump({
+    "parent": os.getppid(),
+    "torch_dynamo_imported": "torch._dynamo" in sys.modules,
+    "hub_imported": any(name.split(".")[0] in hub for name in sys.modules),
+}, open("start.json", "w"))
 """
 
 MODULE = "tests/models/test_ops.py"
@@ -85,12 +105,30 @@ def _trees(checkout: Path, work: Path) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[OwnTests, dict[str, Path]]:
+def checkout_and_trees(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path]]:
     root = tmp_path_factory.mktemp("own-tests")
     checkout = _checkout(root / "checkout")
-    trees = _trees(checkout, root / "trees")
-    result = run_own_tests(Path(sys.executable), checkout, trees, [MODULE], root / "runs", budget_s=8)
-    return result, trees
+    return checkout, _trees(checkout, root / "trees")
+
+
+@pytest.fixture(scope="module")
+def fresh_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fresh")
+
+
+@pytest.fixture(scope="module")
+def compared(checkout_and_trees, fresh_runs: Path) -> tuple[OwnTests, dict[str, Path]]:
+    """The tests run by fresh interpreters."""
+    checkout, trees = checkout_and_trees
+    return run_own_tests(Path(sys.executable), checkout, trees, [MODULE], fresh_runs, budget_s=8), trees
+
+
+@pytest.fixture(scope="module")
+def forked(checkout_and_trees, zygote: Zygote, tmp_path_factory: pytest.TempPathFactory) -> tuple[OwnTests, Path]:
+    """The same tests forked by a zygote running this interpreter, as a verify run's zygote forks them."""
+    checkout, trees = checkout_and_trees
+    runs = tmp_path_factory.mktemp("forked")
+    return run_own_tests(Path(sys.executable), checkout, trees, [MODULE], runs, budget_s=8, zygote=zygote), runs
 
 
 def test_a_test_that_passes_before_and_fails_after_is_broken_by_the_change(compared) -> None:
@@ -155,3 +193,53 @@ def test_a_report_with_a_broken_test_fails_and_its_markdown_names_the_test(compa
         f"- `{MODULE}::OpsFastTests::test_scale` passed before the change and fails after it: assert 5 == 6" in markdown
     )
     assert f"```\n{result.command}\n```" in markdown
+
+
+def _started(runs: Path) -> list[dict[str, Any]]:
+    """What each side's pytest saw when the checkout's conftest was imported."""
+    return [json.loads((runs / side / "start.json").read_text()) for side in SIDES]
+
+
+def _outcomes(result: OwnTests) -> dict[str, Any]:
+    """All a run found: everything but its seconds, with the diffusers each side imported resolved."""
+    imported = {side: Path(path).resolve() for side, path in result.imported.items() if path}
+    return {**asdict(result), "seconds": None, "imported": imported}
+
+
+def test_forked_tests_find_what_fresh_interpreters_find(compared, forked) -> None:
+    (fresh, _), (result, _) = compared, forked
+    assert _outcomes(result) == _outcomes(fresh)
+    assert result.broken and result.failing_before and result.not_run and result.passed and result.skipped
+
+
+def test_forked_tests_start_with_torch_imported_and_the_hub_not(compared, forked, fresh_runs: Path) -> None:
+    seen = [
+        (start["parent"] == os.getpid(), start["torch_dynamo_imported"], start["hub_imported"])
+        for start in _started(forked[1])
+    ]
+    assert seen == [(False, True, False)] * 2
+    fresh = [(start["parent"] == os.getpid(), start["torch_dynamo_imported"]) for start in _started(fresh_runs)]
+    assert fresh == [(True, False)] * 2
+
+
+def test_a_run_past_its_budget_is_killed_with_its_process_group(compared, forked, fresh_runs: Path) -> None:
+    for runs in (fresh_runs, forked[1]):
+        for side in SIDES:
+            pytest_pid, sleeper = json.loads((runs / side / "pids.json").read_text())
+            assert not alive(pytest_pid) and not alive(sleeper)
+
+
+def test_another_interpreter_than_the_zygotes_runs_the_tests_afresh(
+    checkout_and_trees, compared, zygote: Zygote, tmp_path: Path
+) -> None:
+    """The zygote serves its own interpreter alone: the same one by another path starts a fresh process."""
+    checkout, trees = checkout_and_trees
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    python.chmod(0o755)
+    fast = f"{MODULE}::OpsFastTests"
+    result = run_own_tests(python, checkout, trees, [fast], tmp_path / "runs", zygote=zygote)
+    assert (result.broken, result.failing_before) == (compared[0].broken, compared[0].failing_before)
+    assert [(start["parent"], start["torch_dynamo_imported"]) for start in _started(tmp_path / "runs")] == [
+        (os.getpid(), False)
+    ] * 2

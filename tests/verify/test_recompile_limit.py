@@ -14,6 +14,7 @@ from pathlib import Path
 from bot.verify.checkout.own_tests import run_own_tests
 from bot.verify.checkout.turned_on_tests import carry_recompile_limits
 from bot.verify.running.recompile_limit import with_recompile_limit
+from bot.verify.running.zygote import Zygote
 
 TEST_MODULE = '''\
 class TestModelCompile(ModelTesterConfig, TorchCompileTesterMixin):
@@ -121,7 +122,9 @@ def test_a_class_with_a_body_gets_the_override_after_it() -> None:
     )
 
 
-def test_a_turned_on_test_hitting_its_recompile_limit_passes_with_the_measured_override(tmp_path: Path) -> None:
+def test_a_turned_on_test_hitting_its_recompile_limit_passes_with_the_measured_override(
+    tmp_path: Path, zygote: Zygote
+) -> None:
     checkout = tmp_path / "checkout"
     (checkout / "src" / "diffusers").mkdir(parents=True)
     (checkout / "src" / "diffusers" / "__init__.py").write_text("")
@@ -135,8 +138,8 @@ def test_a_turned_on_test_hitting_its_recompile_limit_passes_with_the_measured_o
         shutil.copytree(checkout / "src" / "diffusers", trees[side])
     (trees["original"] / "tiny.py").write_text(MODEL.replace('    _repeated_blocks = ["Block"]\n\n', ""))
     python, lift = Path(sys.executable), ["test_torch_compile_repeated_blocks"]
-    result = run_own_tests(python, checkout, trees, [NODE], tmp_path / "runs", lift=lift)
+    result = run_own_tests(python, checkout, trees, [NODE], tmp_path / "runs", lift=lift, zygote=zygote)
     assert [(broken["test"], broken["before"]) for broken in result.broken] == [(NODE, "skipped")]
-    carry_recompile_limits(python, checkout, trees, result, tmp_path / "carry", 300, lambda message: None)
+    carry_recompile_limits(python, checkout, trees, result, tmp_path / "carry", 300, lambda message: None, zygote)
     assert (result.broken, result.fixed) == ([], [{"test": NODE, "fix": "recompile_limit=2 in TestTinyModelCompile"}])
     assert result.test_edits == {"tests/test_tiny.py": CARRIED}

@@ -14,11 +14,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+from processes import alive
 
 from bot.verify.running.protocol import WorkerRequest
 from bot.verify.running.runner import run_tree, worker_environment, worker_zygote
@@ -45,12 +44,6 @@ time.sleep(600)
 """
 
 
-@pytest.fixture(scope="module")
-def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
-    with worker_zygote(None, tmp_path_factory.mktemp("zygote") / "zygote.txt") as running:
-        yield running
-
-
 def _tree(root: Path, init: str) -> Path:
     """A stand-in diffusers whose `__init__` is `init`; returns the tree's parent (what goes first on the path)."""
     package = root / "tree" / "diffusers"
@@ -74,13 +67,6 @@ def _started_like_a_worker(start: dict[str, Any], out_dir: Path, tree: Path) -> 
     assert start["leads_its_session"]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_a_forked_worker_starts_as_a_fresh_one_with_torch_already_imported(zygote: Zygote, tmp_path: Path) -> None:
     tree = _tree(tmp_path, RECORDS_ITS_START)
     (result,) = run_tree(_request(tree, tmp_path / "out"), zygote=zygote)
@@ -92,12 +78,17 @@ def test_a_forked_worker_starts_as_a_fresh_one_with_torch_already_imported(zygot
 
 
 def test_where_the_zygote_did_not_start_the_worker_is_a_fresh_interpreter(tmp_path: Path) -> None:
-    not_python = Zygote(Path("/bin/false"), worker_environment(None), tmp_path / "zygote.txt")
+    (tmp_path / "broken" / "torch").mkdir(parents=True)
+    (tmp_path / "broken" / "torch" / "__init__.py").write_text("raise ImportError('no torch here')\n")
+    # The same interpreter and process-start settings as the worker's: only its import of torch fails.
+    environment = {**worker_environment(None), "PYTHONPATH": str(tmp_path / "broken")}
+    broken = Zygote(Path(sys.executable), environment, tmp_path / "zygote.txt")
     tree = _tree(tmp_path, RECORDS_ITS_START)
     try:
-        (result,) = run_tree(_request(tree, tmp_path / "out"), zygote=not_python)
+        (result,) = run_tree(_request(tree, tmp_path / "out"), zygote=broken)
     finally:
-        not_python.stop()
+        broken.stop()
+    assert "no torch here" in (tmp_path / "zygote.txt").read_text()
     assert result["error"].startswith("KeyError: \"no target named 'NoSuchTarget'")
     start = json.loads((tmp_path / "out" / "request-000" / "start.json").read_text())
     _started_like_a_worker(start, tmp_path / "out", tree)
@@ -116,7 +107,7 @@ def test_a_forked_worker_that_hangs_is_killed_with_its_process_group(zygote: Zyg
     assert result["error"] == "timed out while running this target: hanging"
     worker, parent, sleeper = json.loads((tmp_path / "out" / "request-000" / "pids.json").read_text())
     assert parent != os.getpid()
-    assert not _alive(worker) and not _alive(sleeper)
+    assert not alive(worker) and not alive(sleeper)
 
 
 def test_stopping_the_zygote_kills_the_workers_it_runs_and_itself(tmp_path: Path) -> None:
@@ -131,7 +122,7 @@ def test_stopping_the_zygote_kills_the_workers_it_runs_and_itself(tmp_path: Path
             time.sleep(0.1)
     running.join(timeout=60)
     assert [result["error"] for result in results] == ["worker exited while running this target: hanging"]
-    assert not any(_alive(pid) for pid in json.loads(pids.read_text()))  # the worker, the zygote, the sleeper
+    assert not any(alive(pid) for pid in json.loads(pids.read_text()))  # the worker, the zygote, the sleeper
 
 
 def test_an_interrupted_run_leaves_no_zygote_and_no_worker(tmp_path: Path) -> None:
@@ -151,4 +142,4 @@ def test_an_interrupted_run_leaves_no_zygote_and_no_worker(tmp_path: Path) -> No
     os.killpg(run.pid, signal.SIGINT)  # as Ctrl-C reaches the run's foreground job; workers lead sessions of their own
     _, stderr = run.communicate(timeout=60)
     assert stderr.rstrip().endswith("KeyboardInterrupt")
-    assert not any(_alive(pid) for pid in json.loads(pids.read_text()))  # the worker, the zygote, the sleeper
+    assert not any(alive(pid) for pid in json.loads(pids.read_text()))  # the worker, the zygote, the sleeper

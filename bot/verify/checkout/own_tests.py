@@ -5,7 +5,10 @@ so the tests' conftest, which puts `<checkout>/src` on sys.path, finds that tree
 the tree is also first on PYTHONPATH. Both run at once (one core each) in the checkout's
 environment with the Hub offline (a test that would download fails at once instead of waiting
 on retries), `OMP_NUM_THREADS=1`, and `@slow` tests skipped as diffusers skips them by default.
-Both stop at the time budget; only tests that finished on both sides are compared.
+Each is `python -m pytest -p codemod_own_tests_plugin ...` in its own session: forked by the verify
+run's zygote, which has torch imported, where it runs the same interpreter with the same
+process-start settings, else a fresh process (`running.zygote.start_child`). Both stop at the
+time budget (each killed with its process group); only tests that finished on both sides are compared.
 
 A test that passes on the original and fails on the rewritten tree breaks the change, and so
 does one skipped on the original that the change turns on (a gated test: see `turned_on_tests`)
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from bot.verify.checkout import own_tests_plugin
 from bot.verify.planning.covering_tests import CheckoutTests
 from bot.verify.running.runner import inherited_environment
+from bot.verify.running.zygote import ForkedChild, Zygote, start_child
 from codemods.project.test_modules import CheckoutTestModules
 
 if TYPE_CHECKING:
@@ -112,14 +116,17 @@ def changed_files_tests(
     python: Path | None = None,
     budget_s: float = DEFAULT_BUDGET_S,
     say: Callable[[str], None] = lambda message: None,
+    zygote: Zygote | None = None,
 ) -> OwnTests | None:
-    """The checkout's `tests` that cover the files `changes` rewrote in `src`, run on both trees; None without any."""
+    """The checkout's `tests` that cover the files `changes` rewrote in `src`, run on both trees (forked by `zygote`
+    where it serves them); None without any."""
     if tests is None:
         return None
     modules = CheckoutTests(tests).covering(src, changes.changed_files)
     say(f"running diffusers' own tests on both trees: {len(modules)} module(s), at most {budget_s:.0f} s")
     trees = {"original": changes.original, "rewritten": changes.rewritten}
-    result = run_own_tests(Path(python or sys.executable), tests.tests_dir.parent, trees, modules, work_dir, budget_s)
+    python = Path(python or sys.executable)
+    result = run_own_tests(python, tests.tests_dir.parent, trees, modules, work_dir, budget_s, zygote=zygote)
     say(result.line())
     return result
 
@@ -132,9 +139,11 @@ def run_own_tests(
     work_dir: Path,
     budget_s: float = DEFAULT_BUDGET_S,
     lift: list[str] | None = None,
+    zygote: Zygote | None = None,
 ) -> OwnTests:
     """Run `modules` (paths or node ids relative to `checkout`) against each tree (`SIDES` -> package
-    directory); `lift`: test names run despite their "needs an accelerator" skip."""
+    directory), both at once, each forked by `zygote` where it serves it (`start_child`); `lift`: test names run
+    despite their "needs an accelerator" skip."""
     result = OwnTests(modules=list(modules), command=command_for(modules), budget_s=budget_s)
     if not modules:
         return result
@@ -143,7 +152,10 @@ def run_own_tests(
     plugin_dir = work_dir / "plugin"
     plugin_dir.mkdir(parents=True)
     shutil.copyfile(own_tests_plugin.__file__, plugin_dir / f"{_PLUGIN}.py")
-    runs = {side: _start(python, checkout, trees[side], modules, work_dir / side, plugin_dir, lift) for side in SIDES}
+    runs = {
+        side: _start(python, checkout, trees[side], modules, work_dir / side, plugin_dir, lift, zygote)
+        for side in SIDES
+    }
     outcomes: dict[str, dict[str, dict[str, str]]] = {}
     collected: set[str] = set()
     for side, (process, out_file, log_file) in runs.items():
@@ -185,7 +197,8 @@ def _start(
     side_dir: Path,
     plugin_dir: Path,
     lift: list[str] | None = None,
-) -> tuple[subprocess.Popen, Path, Path]:
+    zygote: Zygote | None = None,
+) -> tuple[subprocess.Popen | ForkedChild, Path, Path]:
     """A checkout of `tree` alone (see `checkout_of`) and pytest started in it."""
     checkout_of(tree, checkout, side_dir)
     out_file, log_file = side_dir / "outcomes.jsonl", side_dir / "pytest.log"
@@ -194,15 +207,11 @@ def _start(
     environment["PYTHONPATH"] = os.pathsep.join([str(side_dir / "src"), str(plugin_dir)])
     environment["CODEMOD_OWN_TESTS_OUT"] = str(out_file)
     environment["CODEMOD_OWN_TESTS_LIFT"] = ",".join(lift or [])
-    command = [str(python), "-m", "pytest", "-p", _PLUGIN, "-p", "no:cacheprovider", "-q", *PYTEST_OPTIONS, *modules]
-    with log_file.open("w") as log:
-        process = subprocess.Popen(
-            command, cwd=side_dir, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    return process, out_file, log_file
+    command = ["pytest", "-p", _PLUGIN, "-p", "no:cacheprovider", "-q", *PYTEST_OPTIONS, *modules]
+    return start_child(python, command, side_dir, log_file, environment, zygote), out_file, log_file
 
 
-def _wait(process: subprocess.Popen, deadline: float) -> bool:
+def _wait(process: subprocess.Popen | ForkedChild, deadline: float) -> bool:
     """Wait for pytest until the deadline; True when it had to be stopped."""
     try:
         process.wait(timeout=max(0.0, deadline - time.monotonic()))

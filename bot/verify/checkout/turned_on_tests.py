@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from bot.verify.checkout.own_tests import DEFAULT_BUDGET_S, ENVIRONMENT, OwnTests, checkout_of, run_own_tests
 from bot.verify.running.recompile_limit import LIMIT_HIT, probe_limit, with_recompile_limit
 from bot.verify.running.runner import inherited_environment
+from bot.verify.running.zygote import Zygote
 from codemods.project.gated_tests import CheckoutGates
 from codemods.project.test_modules import CheckoutTestModules, parse_module
 
@@ -72,9 +73,11 @@ def turned_on_tests(
     python: Path | None = None,
     budget_s: float = DEFAULT_BUDGET_S,
     say: Callable[[str], None] = lambda message: None,
+    zygote: Zygote | None = None,
 ) -> OwnTests | None:
-    """The checkout's `tests` that `changes` turns on, run on both trees with their accelerator skips
-    lifted, recompile limits carried where needed; None when it turns none on (or there is no `tests/`)."""
+    """The checkout's `tests` that `changes` turns on, run on both trees (forked by `zygote` where it serves them)
+    with their accelerator skips lifted, recompile limits carried where needed; None when it turns none on (or
+    there is no `tests/`)."""
     if tests is None:
         return None
     turned_on = turned_on_by(tests, changes.rewritten, changes.result.changes)
@@ -84,10 +87,10 @@ def turned_on_tests(
     trees = {"original": changes.original, "rewritten": changes.rewritten}
     python = Path(python or sys.executable)
     checkout = tests.tests_dir.parent
-    result = run_own_tests(python, checkout, trees, turned_on.node_ids, work_dir, budget_s, turned_on.names)
+    result = run_own_tests(python, checkout, trees, turned_on.node_ids, work_dir, budget_s, turned_on.names, zygote)
     result.title = TITLE
     if any(LIMIT_HIT in broken["message"] for broken in result.broken):
-        carry_recompile_limits(python, checkout, trees, result, work_dir / "recompile-limit", budget_s, say)
+        carry_recompile_limits(python, checkout, trees, result, work_dir / "recompile-limit", budget_s, say, zygote)
     say(result.line())
     return result
 
@@ -119,6 +122,7 @@ def carry_recompile_limits(
     work_dir: Path,
     budget_s: float,
     say: Callable[[str], None],
+    zygote: Zygote | None = None,
 ) -> None:
     """Measure the limit each test broken by `FailOnRecompileLimitHit` needs, write the override into a copy
     of the checkout's tests, run the tests again there; those that pass move from `broken` to `fixed`."""
@@ -142,7 +146,7 @@ def carry_recompile_limits(
     if not fixes:
         return
     lift = sorted({node_id.rsplit("::", 1)[1] for node_id in fixes})
-    again = run_own_tests(python, edited, trees, list(fixes), work_dir / "again", budget_s, lift)
+    again = run_own_tests(python, edited, trees, list(fixes), work_dir / "again", budget_s, lift, zygote)
     still = {broken["test"] for broken in again.broken} | ({*fixes} if again.error else set())
     passing = {node_id for node_id in fixes if node_id not in still}
     modules = {node_id.split("::")[0] for node_id in passing}

@@ -5,10 +5,11 @@ diffusers), so the worker imports that tree alone, even in an interpreter that h
 installed (the checkout's environment, `--python`). A worker that dies or hangs costs only
 the target it was on: the parent records it as failed and starts a fresh worker for the rest.
 
-Within a verify run (`worker_zygote`), a worker is forked by the run's zygote, which has already
-imported torch (`zygote.py`); where it cannot serve a request, or for a caller without one, the
-worker is a fresh `python -m bot.verify.running.worker REQUEST.json`. Either way it leads its own
-process group, which a timeout kills whole.
+Within a verify run (`worker_zygote`: one for the whole run, which also forks the checkout's own
+tests), a worker is forked by the run's zygote, which has already imported torch (`zygote.py`);
+where it cannot serve a request, or for a caller without one, the worker is a fresh
+`python -m bot.verify.running.worker REQUEST.json` (`start_child` decides). Either way it leads its
+own process group, which a timeout kills whole.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -27,7 +27,7 @@ from typing import Any
 
 import bot
 from bot.verify.running.protocol import LAUNCHED_AT, WorkerRequest, outputs_path, result_path
-from bot.verify.running.zygote import ForkedWorker, Zygote, serves
+from bot.verify.running.zygote import Zygote, serves, start_child
 
 TARGET_TIMEOUT_S = 900.0
 """How long one target may take (build, two runs, compile checks) before its worker is stopped."""
@@ -61,7 +61,8 @@ def worker_environment(tree_parent: Path | None) -> dict[str, str]:
 
 @contextmanager
 def worker_zygote(python: Path | None, log: Path) -> Iterator[Zygote]:
-    """A zygote for the workers `python` (default: this one) runs until the block ends; its output goes to `log`."""
+    """A zygote for the children `python` (default: this one) runs until the block ends, started by the first that
+    asks for it; its output goes to `log`."""
     zygote = Zygote(python or Path(sys.executable), worker_environment(None), log)
     try:
         yield zygote
@@ -116,30 +117,19 @@ def _run_worker(
     stderr_file = directory / "stderr.txt"
     tree_parent = Path(request.package).parent
     environment = {**worker_environment(tree_parent), LAUNCHED_AT: repr(time.time())}
-    with stderr_file.open("w") as stderr:
-        process: subprocess.Popen | ForkedWorker | None = None
-        if zygote is not None and serves(request):
-            order = {"request": request_file, "directory": directory, "stderr": stderr_file, "tree_parent": tree_parent}
-            process = zygote.fork({key: str(value) for key, value in order.items()}, environment)
-        if process is None:
-            process = subprocess.Popen(
-                [str(python or sys.executable), "-m", "bot.verify.running.worker", str(request_file)],
-                cwd=directory,
-                env=environment,
-                stdout=stderr,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        finished, last_progress = 0, time.monotonic()
-        while process.poll() is None:
-            time.sleep(0.2)
-            now_finished = sum(1 for _ in directory.glob("[0-9][0-9][0-9].json"))
-            if now_finished != finished:
-                finished, last_progress = now_finished, time.monotonic()
-            elif time.monotonic() - last_progress > timeout_s:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                return True, stderr_file.read_text(errors="replace")
+    python = python or Path(sys.executable)
+    command = ["bot.verify.running.worker", str(request_file)]
+    process = start_child(python, command, directory, stderr_file, environment, zygote if serves(request) else None)
+    finished, last_progress = 0, time.monotonic()
+    while process.poll() is None:
+        time.sleep(0.2)
+        now_finished = sum(1 for _ in directory.glob("[0-9][0-9][0-9].json"))
+        if now_finished != finished:
+            finished, last_progress = now_finished, time.monotonic()
+        elif time.monotonic() - last_progress > timeout_s:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return True, stderr_file.read_text(errors="replace")
     return False, stderr_file.read_text(errors="replace")
 
 
