@@ -30,6 +30,8 @@ from bot.groups import PACKAGE_DIR, find_groups  # noqa: E402
 from bot.verify.checkout.environment import TorchSource, environment_for  # noqa: E402
 from bot.verify.checkout.own_tests import OwnTests, changed_files_tests  # noqa: E402
 from bot.verify.planning.changes import rewrite_copy  # noqa: E402
+from bot.verify.running.runner import worker_zygote  # noqa: E402
+from codemods.project.test_modules import checkout_tests_of  # noqa: E402
 from codemods.rules import all_rules  # noqa: E402
 
 
@@ -45,12 +47,16 @@ def measure_environment(checkout: Path, torch: TorchSource) -> tuple[Path, dict[
 def own_tests_of(
     python: Path, checkout: Path, files: list[Path], select: tuple[str, ...] | None, budget: float
 ) -> tuple[OwnTests, float]:
-    """The own-tests step of `codemod verify` for these files, timed (the rewrite included, the targets not)."""
+    """The own-tests step of `codemod verify` for these files, timed (the rewrite and the zygote's start included,
+    the targets not)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="codemod-own-tests-") as scratch:
         src = checkout / PACKAGE_DIR
         changes = rewrite_copy(src, Path(scratch), select=select, paths=tuple(files) or None)
-        result = changed_files_tests(src, changes, Path(scratch) / "own-tests", python, budget)
+        with worker_zygote(python, Path(scratch) / "zygote.txt") as zygote:
+            result = changed_files_tests(
+                checkout_tests_of(src), src, changes, Path(scratch) / "own-tests", python, budget, zygote=zygote
+            )
     return result or OwnTests([], ""), time.monotonic() - started
 
 
