@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from codemods.findings import NodeRef
+from codemods.line_walk import first_line
 from codemods.lines import split_lines
 from codemods.node_index import BLOCK_FIELDS
 
@@ -112,11 +113,6 @@ def _libcst_default_indent(text: str) -> str | None:
     return _LIBCST_FALLBACK_INDENT
 
 
-def _first_line(statement: ast.stmt) -> int:
-    decorators = getattr(statement, "decorator_list", None)
-    return min(d.lineno for d in decorators) if decorators else statement.lineno
-
-
 def _run_holding(body: list[ast.stmt], target: NodeRef, lines: list[str]) -> _Run | None:
     """The innermost run of a module, class or function body that holds `target` below its first line."""
     candidates: list[tuple[list[ast.stmt], int]] = []  # (body, index) of the statements holding the target
@@ -124,11 +120,7 @@ def _run_holding(body: list[ast.stmt], target: NodeRef, lines: list[str]) -> _Ru
     scope = True
     while block is not None:
         index = next(
-            (
-                i
-                for i, s in enumerate(block)
-                if _first_line(s) <= target.line and target.end_line <= (s.end_lineno or 0)
-            ),
+            (i for i, s in enumerate(block) if first_line(s) <= target.line and target.end_line <= (s.end_lineno or 0)),
             None,
         )
         if index is None:
@@ -141,7 +133,7 @@ def _run_holding(body: list[ast.stmt], target: NodeRef, lines: list[str]) -> _Ru
     for block, index in reversed(candidates):
         statement = block[index]
         if target.line > statement.lineno:
-            return _Run(block, index, index, 1 if block is body and index == 0 else _first_line(statement))
+            return _Run(block, index, index, 1 if block is body and index == 0 else first_line(statement))
         if block is body and index == 0:  # from the file's first line on, the region's text is the file's
             return _Run(block, 0, 0, 1)
         if index > 0:  # the target may be the statement itself, which owns the comment lines above it
@@ -153,11 +145,11 @@ def _with_lines_above(block: list[ast.stmt], index: int, lines: list[str]) -> _R
     """The statement with the lines between it and the one before: its own in the whole file's parse when none is
     indented beyond it (the block of a compound statement before it takes the lines indented as deep as it is);
     else the statement before too."""
-    start, first = (block[index - 1].end_lineno or 0) + 1, _first_line(block[index])
+    start, first = (block[index - 1].end_lineno or 0) + 1, first_line(block[index])
     own = len(_indent_of(lines[first - 1]))
     if all(_is_blank_or_comment(line) and len(_indent_of(line)) <= own for line in lines[start - 1 : first - 1]):
         return _Run(block, index, index, start)
-    return _Run(block, index - 1, index, _first_line(block[index - 1]))
+    return _Run(block, index - 1, index, first_line(block[index - 1]))
 
 
 def _indent_of(line: str) -> str:
@@ -179,7 +171,7 @@ def _blocks(statement: ast.stmt) -> list[list[ast.stmt]]:
 
 
 def _holds(block: list[ast.stmt], target: NodeRef) -> bool:
-    return bool(block) and _first_line(block[0]) <= target.line and target.end_line <= (block[-1].end_lineno or 0)
+    return bool(block) and first_line(block[0]) <= target.line and target.end_line <= (block[-1].end_lineno or 0)
 
 
 def _import_run(body: list[ast.stmt]) -> _Run | None:
@@ -195,7 +187,7 @@ def _import_run(body: list[ast.stmt]) -> _Run | None:
         last += 1
     # `ast` and libcst must see the same statements: one line holding two (`x = 1; import y`) would not do.
     read = body[: last + 2]
-    if any(_first_line(after) <= (before.end_lineno or 0) for before, after in zip(read, read[1:])):
+    if any(first_line(after) <= (before.end_lineno or 0) for before, after in zip(read, read[1:])):
         return None
     return _Run(body, 0, last, 1, imports=True)
 
@@ -226,7 +218,7 @@ def _region(run: _Run, lines: list[str], indent: str, newline: str, following: i
     """The run's region: its lines, with the blank and comment lines after it up to `following` (the next region's
     first line), below the headers of its indentation; None where its lines are not whole statements."""
     first_statement = run.block[run.first]
-    first_text = lines[_first_line(first_statement) - 1]
+    first_text = lines[first_line(first_statement) - 1]
     own_indent = _indent_of(first_text)
     decorated = bool(getattr(first_statement, "decorator_list", None))
     if (
@@ -235,7 +227,7 @@ def _region(run: _Run, lines: list[str], indent: str, newline: str, following: i
         else first_statement.col_offset != len(own_indent)
     ):
         return None  # another statement before it on its line
-    if run.last + 1 < len(run.block) and _first_line(run.block[run.last + 1]) <= run.last_line:
+    if run.last + 1 < len(run.block) and first_line(run.block[run.last + 1]) <= run.last_line:
         return None  # the next statement starts on the run's last line (after a `;`)
     depth = len(own_indent) // len(indent)
     if indent * depth != own_indent:
