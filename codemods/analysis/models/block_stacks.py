@@ -72,7 +72,12 @@ def class_names(tree: ast.Module) -> ClassNames:
 
 def is_module_list(node: ast.AST) -> bool:
     """`nn.ModuleList([...])`, `torch.nn.ModuleList(...)`: a call that stacks what its argument holds."""
-    return isinstance(node, ast.Call) and (dotted_name(node.func) or "").endswith("ModuleList") and bool(node.args)
+    if not isinstance(node, ast.Call) or not node.args:
+        return False
+    func = node.func
+    # The last name first: every call of every `__init__` is asked, and few call a `...ModuleList`.
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return called.endswith("ModuleList") and dotted_name(func) is not None
 
 
 def collect(listed: ast.expr, stacks: Stacks) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from codemods.analysis.models.hot_paths import Function, HotPaths, hot_paths
-from codemods.analysis.values.types import Types, attribute_types, registered_components
+from codemods.analysis.values.types import Types, class_attribute_types, registered_components
 from codemods.line_walk import spans_a_line
 from codemods.node_index import in_walk_order, names_within, nodes_within, parent_of
 from codemods.source import Ancestors, SourceFile
@@ -43,13 +43,12 @@ class PipelineComponents:
 def pipeline_components(source: SourceFile) -> tuple[PipelineComponents, ...]:
     if PIPELINE_TEXT not in source.text:
         return ()
-    hot = hot_paths(source)
     found = []
     for cls in source.classes:
         components = registered_components(cls)
-        if components:
-            types = attribute_types(cls, elements=True)
-            called = called_per_step(source, hot, cls, set(components))
+        if components:  # the file's hot paths only where some class registers components
+            types = class_attribute_types(source, cls, elements=True)
+            called = called_per_step(source, hot_paths(source), cls, set(components))
             found.append(PipelineComponents(cls.name, _classes(components, types), _classes(called, types)))
     return tuple(found)
 

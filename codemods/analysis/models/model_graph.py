@@ -124,8 +124,9 @@ def _class_parts(methods: list[FunctionNodes], names: ClassNames, imports: dict[
 
 def _default_strings(init: ast.FunctionDef) -> tuple[str, ...]:
     defaults = [*init.args.defaults, *(d for d in init.args.kw_defaults if d is not None)]
-    found = [n.value for d in defaults for n in ast.walk(d) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-    return tuple(dict.fromkeys(found))
+    # Most defaults are constants, which hold no other node: no walk for them.
+    nodes = [n for d in defaults for n in ((d,) if isinstance(d, ast.Constant) else ast.walk(d))]
+    return tuple(dict.fromkeys(n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)))
 
 
 def _returned_classes(function: ast.FunctionDef) -> tuple[str, ...] | None:
@@ -148,7 +149,7 @@ def _imported_from(source: SourceFile) -> dict[str, str | None]:
     found: dict[str, str | None] = {}
     parts = source.module.split(".")
     for node in source.tree.body:
-        if not isinstance(node, ast.ImportFrom):
+        if not isinstance(node, ast.ImportFrom) or not any(is_block_factory(a.asname or a.name) for a in node.names):
             continue
         if node.level:
             base = parts[: len(parts) - node.level]

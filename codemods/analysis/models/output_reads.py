@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from codemods.analysis.models.hot_paths import is_module_class
 from codemods.analysis.values.element_types import element_types
-from codemods.analysis.values.types import LocalTypes, Types, attribute_types, class_memo
+from codemods.analysis.values.types import LocalTypes, Types, class_attribute_types, class_memo
 from codemods.analysis.values.unpacked_keys import unpacked_keys
 from codemods.source import Ancestors, SourceFile, enclosing, self_attribute
 
@@ -45,7 +45,7 @@ def output_read(node: ast.AST, ancestors: Ancestors, source: SourceFile) -> Outp
         method, func = func.attr, func.value
     cls = enclosing(ancestors, ast.ClassDef)
     if self_attribute(func) and cls is not None:
-        types = class_memo(source, attribute_types, cls).get(func.attr)
+        types = class_attribute_types(source, cls).get(func.attr)
         if types:
             return OutputRead(node, call, field, types, method, own_method=False)
         defines = any(isinstance(n, ast.FunctionDef) and n.name == func.attr for n in cls.body)
@@ -104,6 +104,6 @@ def _local_types(
     def build() -> LocalTypes:
         if cls is None:
             return LocalTypes(function, {}, {})
-        return LocalTypes(function, class_memo(source, attribute_types, cls), class_memo(source, element_types, cls))
+        return LocalTypes(function, class_attribute_types(source, cls), class_memo(source, element_types, cls))
 
     return source.memo(f"local_types:{id(function)}", build)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from codemods.analysis.placement.class_places import ClassPlaces
 from codemods.analysis.schedules.delegated_calls import delegated_call_blocker
 from codemods.analysis.schedules.sigma_flow import DelegatedCall, SigmaFlow, SigmaFlowAnalysis, SigmaUse, Taint
-from codemods.analysis.values.types import attribute_types, class_memo
+from codemods.analysis.values.types import class_attribute_types
 from codemods.line_walk import spans_a_line
 from codemods.node_index import nodes_within
 from codemods.project.index import ProjectIndex
@@ -56,7 +56,7 @@ def sigma_consumers(source: SourceFile) -> list[SigmaConsumer]:
     for owner in source.classes:
         if not spans_a_line(owner, lines):
             continue
-        types = class_memo(source, attribute_types, owner).get("scheduler")
+        types = class_attribute_types(source, owner).get("scheduler")
         if not types:
             continue  # untyped holders are not followed (see `_consumer_needs`)
         methods = [

@@ -18,7 +18,7 @@ from codemods.analysis.placement.function_places import FunctionPlaces
 from codemods.analysis.placement.module_calls import module_calls
 from codemods.analysis.placement.place import Place
 from codemods.analysis.schedules.schedule_calls import schedule_call
-from codemods.analysis.values.types import Types, attribute_types, class_memo
+from codemods.analysis.values.types import Types, class_attribute_types
 from codemods.line_walk import spans_a_line
 from codemods.node_index import method_calls_within, names_within, nodes_within
 from codemods.source import SourceFile, dotted_name
@@ -70,7 +70,7 @@ def _scheduler_loops(source: SourceFile) -> Iterator[SchedulerLoop]:
     for owner in (cls for cls in source.classes if spans_a_line(cls, lines)):
         if is_scheduler(owner):
             continue
-        components = class_memo(source, attribute_types, owner)
+        components = class_attribute_types(source, owner)
         for method in (n for n in owner.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
             step_lines = [line for line in lines if method.lineno <= line <= (method.end_lineno or 0)]
             loops = stepping_loops(method, step_lines) if step_lines else []

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from codemods.analysis.values.binding_sites import Binding
 from codemods.analysis.values.bindings import FunctionBindings
+from codemods.node_index import method_calls_within
 from codemods.source import SourceFile, dotted_name, self_attribute, statements
 
 Types = tuple[str, ...]
@@ -87,9 +88,17 @@ def _init_parameters(init: ast.FunctionDef) -> dict[str, ast.expr | None]:
 def class_memo(
     source: SourceFile, compute: Callable[[ast.ClassDef], dict[str, Types | None]], cls: ast.ClassDef
 ) -> dict[str, Types | None]:
-    """`compute(cls)` (`attribute_types`, `element_types`) once per class of `source`, however many rules ask (a
-    pipeline's attribute types: DIF002's facts, DIF004, DIF005); shared, so never to be changed."""
+    """`compute(cls)` (`element_types`) once per class of `source`, however many rules ask; shared, so never to be
+    changed."""
     return source.memo(f"{compute.__name__}:{id(cls)}", lambda: compute(cls))
+
+
+def class_attribute_types(source: SourceFile, cls: ast.ClassDef, elements: bool = False) -> dict[str, Types | None]:
+    """`attribute_types(cls, elements)` once per class of `source`, however many rules ask (a pipeline's attribute
+    types: DIF002's facts, DIF004, DIF005; DIF003's facts with `elements`), its methods walked once for both readings;
+    shared, so never to be changed."""
+    bindings = source.memo(f"self_bindings:{id(cls)}", lambda: _self_bindings(cls))
+    return source.memo(f"attribute_types:{elements}:{id(cls)}", lambda: _bound_types(cls, bindings, elements))
 
 
 def attribute_types(cls: ast.ClassDef, elements: bool = False) -> dict[str, Types | None]:
@@ -97,41 +106,52 @@ def attribute_types(cls: ast.ClassDef, elements: bool = False) -> dict[str, Type
 
     `elements`: read annotations as `annotation_types` does with it (a list of A holds A).
     """
+    return _bound_types(cls, _self_bindings(cls), elements)
+
+
+def _self_bindings(cls: ast.ClassDef) -> list[tuple[str, ast.expr]]:
+    """Each `self.<name>` its methods bind and the value bound (`self.x = v`, `self.x: T = v`,
+    `self.register_modules(x=v)`), in the order met; nested functions and classes left out."""
+    found: list[tuple[str, ast.expr]] = []
+    methods = [n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    for node in (statement for method in methods for statement in statements(method.body)):
+        if isinstance(node, ast.Assign):
+            found.extend((name, node.value) for name in filter(None, map(self_attribute, node.targets)))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and (name := self_attribute(node.target)):
+            found.append((name, node.value))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_register_modules(node.value):
+            found.extend((keyword.arg, keyword.value) for keyword in node.value.keywords if keyword.arg)
+    return found
+
+
+def _bound_types(cls: ast.ClassDef, bindings: list[tuple[str, ast.expr]], elements: bool) -> dict[str, Types | None]:
     init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
     parameters = _init_parameters(init) if init else {}
     found: dict[str, Types | None] = {}
-
-    def record(name: str, types: Types | None) -> None:
+    for name, value in bindings:
+        if isinstance(value, ast.Name) and value.id in parameters:
+            types = annotation_types(parameters[value.id], elements)
+        else:
+            types = constructed_type(value)
         if name in found and (found[name] is None or types is None):
             found[name] = None
         else:
             found[name] = (
                 tuple(dict.fromkeys((*(found.get(name) or ()), *(types or ())))) if types is not None else None
             )
-
-    def value_types(value: ast.expr) -> Types | None:
-        if isinstance(value, ast.Name) and value.id in parameters:
-            return annotation_types(parameters[value.id], elements)
-        return constructed_type(value)
-
-    methods = [n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-    for node in (statement for method in methods for statement in statements(method.body)):
-        if isinstance(node, ast.Assign):
-            for name in filter(None, map(self_attribute, node.targets)):
-                record(name, value_types(node.value))
-        elif isinstance(node, ast.AnnAssign) and node.value is not None and (name := self_attribute(node.target)):
-            record(name, value_types(node.value))
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_register_modules(node.value):
-            for keyword in node.value.keywords:
-                if keyword.arg:
-                    record(keyword.arg, value_types(keyword.value))
     return found
 
 
 def registered_components(cls: ast.ClassDef) -> tuple[str, ...]:
     """The names a pipeline registers as components: the keywords of its `self.register_modules(...)` calls."""
+    if not method_calls_within(cls, "register_modules"):
+        return ()  # a class that registers nothing (most of a pipeline's file): no method walked
     found: list[str] = []
-    methods = [n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    methods = [
+        n
+        for n in cls.body
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and method_calls_within(n, "register_modules")
+    ]
     for node in (statement for method in methods for statement in statements(method.body)):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_register_modules(node.value):
             found.extend(keyword.arg for keyword in node.value.keywords if keyword.arg)
