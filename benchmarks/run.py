@@ -156,12 +156,20 @@ def checkout_results(checkout: Path, scratch: Path, runs: int) -> list[Paired]:
         shutil.rmtree(cache)
         shutil.copytree(primed, cache)
 
+    first = scratch / "checkout-first"
+    first_env = {"CODEMOD_CACHE_DIR": str(first)}
+
+    def no_cache_yet() -> None:  # a user's first run: nothing cached, and it writes the cache a warm run reads
+        shutil.rmtree(first, ignore_errors=True)
+
     floor = [sys.executable, "-c", PARSE, "2", str(tree)]
     hook_file = str(tree / "pipelines" / "t2i_adapter" / "pipeline_stable_diffusion_adapter.py")
     return [
         paired("ast.parse of src/diffusers and tests/, 2 processes", [sys.executable, "-c", PARSE, "2", str(copy)],
                floor, runs),
         paired("codemod --check, cold", [*codemod, "--no-cache", str(tree)], floor, runs),
+        paired("codemod --check, first run (empty cache)", [*codemod, str(tree)], floor, runs, first_env,
+               no_cache_yet),
         paired("codemod --check, warm cache", [*codemod, str(tree)], floor, runs, warm_env),
         paired("hook: codemod on 1 file, warm cache", [*codemod, hook_file], floor, runs, warm_env),
         paired("codemod --check --select DIF004, new to a warm cache", [*codemod, "--select", "DIF004", str(tree)],
