@@ -68,6 +68,8 @@ def run(options: RunOptions, progress: Progress | None = None, inputs: RunInputs
             result = current.execute()
         except KeyboardInterrupt:
             raise RunInterrupted(current.interrupted_line()) from None
+        # Freed before the collector is back, whose first collection would otherwise walk every scan once more.
+        del current
     if results is not None:
         results.put(result)
     return result
