@@ -91,6 +91,11 @@ class ScanCache:
         if self._index_path is not None:
             self._stats = _load(self._index_path, {})
 
+    @property
+    def outlives_run(self) -> bool:
+        """Whether what the run puts here is kept for later runs (and what earlier ones kept is here)."""
+        return self._directory is not None
+
     @cached_property
     def _scans(self) -> dict[str, Any]:
         return _load(self._scans_path, {}) if self._scans_path is not None else {}

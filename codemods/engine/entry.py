@@ -68,8 +68,7 @@ def run(options: RunOptions, progress: Progress | None = None, inputs: RunInputs
             result = current.execute()
         except KeyboardInterrupt:
             raise RunInterrupted(current.interrupted_line()) from None
-        # Freed before the collector is back, whose first collection would otherwise walk every scan once more.
-        del current
+        del current  # freed before the collector is back, whose first collection would walk every scan again
     if results is not None:
         results.put(result)
     return result
@@ -174,8 +173,12 @@ class _Run:
         """The findings the run may fix, and those in files it may not change (counted in the summary, never fixed)."""
         return [f for f in findings if f.path not in self.frozen], [f for f in findings if f.path in self.frozen]
 
-    def digest_files(self) -> tuple[dict[str, str], dict[str, Scan]]:
-        digests: dict[str, str] = {}
+    def digest_files(self) -> tuple[dict[str, str | None], dict[str, Scan]]:
+        """Each file's scan key (none where the cache is the run's alone: it starts empty and ends with the run, so a
+        key would find nothing and keep nothing anyone asks for), and the scans of the files that cannot be read."""
+        if not self.cache.outlives_run:
+            return dict.fromkeys(self.files), {}  # an unreadable file's scan, which cannot read it, says so
+        digests: dict[str, str | None] = {}
         unreadable_scans: dict[str, Scan] = {}
         for path in self.files:
             try:
@@ -184,14 +187,14 @@ class _Run:
                 unreadable_scans[path] = unreadable(path, error).select(self.codes)
         return digests, unreadable_scans
 
-    def scan_files(self, files: dict[str, tuple[str, str | None]], phase: str) -> dict[str, Scan]:
-        """Each file's scan under the selected rules, `files` being path -> (scan key, text or None to
+    def scan_files(self, files: dict[str, tuple[str | None, str | None]], phase: str) -> dict[str, Scan]:
+        """Each file's scan under the selected rules, `files` being path -> (scan key or None, text or None to
         read it). Rule results the cache holds are reused; a worker runs only the rules missing for a file."""
         known: dict[str, FileScan] = {}
         partly: dict[str, FileScan] = {}  # cached with some of the selected rules' results missing
         pending: list[ScanJob] = []
         for path, (key, text) in files.items():
-            cached = self.keys.reused(self.cache.get(key), path)
+            cached = self.keys.reused(self.cache.get(key), path) if key is not None else None
             missing = cached.missing(self.codes) if cached is not None else self.codes
             if cached is not None:
                 self.stats.rule_results_reused += len(self.codes) - len(missing)
@@ -202,7 +205,7 @@ class _Run:
             root = self.roots[path]
             pending.append(ScanJob(path, module_name(Path(path), root), self.trees[root], missing, text))
         # Largest first, in small chunks: the workers then finish together (no one left with the big files).
-        pending.sort(key=lambda job: -(len(job.text) if job.text is not None else os.path.getsize(job.path)))
+        pending.sort(key=lambda job: -job.size())
         self.progress(phase, len(known), len(files))
         ahead = ReadAhead(self.rules, self.cache.file_memo) if phase == "scan" and self.parallel(pending) else None
         for scan in self.map(run_scan_job, pending, phase, already=len(known), total=len(files)):
@@ -210,11 +213,11 @@ class _Run:
                 ahead.scanned(scan)
             key = files[scan.path][0]
             known[scan.path] = partly[scan.path].merged(scan) if scan.path in partly else scan
-            if scan.cacheable:
+            if scan.cacheable and key is not None:
                 self.cache.put(key, known[scan.path])
             self.stats.files_parsed += 1
             self.stats.rule_results_computed += len(scan.rules)
-        self.used_cache_keys.update(key for key, _ in files.values())
+        self.used_cache_keys.update(key for key, _ in files.values() if key is not None)
         return {path: known[path].select(self.codes) for path in files}
 
     def scan_texts(self, texts: dict[str, str]) -> dict[str, Scan]:
@@ -295,4 +298,3 @@ class _Run:
 
     def interrupted_line(self) -> str:
         return interrupted_line(self.tree_write, self.phase)
-

@@ -8,6 +8,7 @@ run's mode, on fixing, or on other files (cross-file resolution happens after, o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cache
@@ -76,6 +77,15 @@ class ScanJob:
     tree: TreeInfo
     rule_codes: tuple[str, ...]
     text: str | None = None  # a rewritten text to scan instead of the file on disk
+
+    def size(self) -> int:
+        """How much it scans (0 for a file that cannot be read: its scan says so)."""
+        if self.text is not None:
+            return len(self.text)
+        try:
+            return os.path.getsize(self.path)
+        except OSError:
+            return 0
 
 
 def run_scan_job(job: ScanJob) -> FileScan:
