@@ -17,6 +17,7 @@ import pytest
 import codemods.engine.entry
 import codemods.engine.tree_write
 from codemods.engine.entry import Mode, RunOptions, run
+from codemods.engine.run_inputs import RunInputs
 from codemods.engine.scan import ScanJob, run_scan_job
 from codemods.errors import RunAborted, RunInterrupted
 from codemods.project.index import TreeInfo, installed_diffusers, module_name
@@ -51,6 +52,21 @@ def test_same_findings_with_and_without_the_cache_and_with_1_or_n_jobs(tree: Pat
     assert len(baseline.findings) > 20
     assert _findings(baseline) == _findings(cold) == _findings(warm)
     assert list(cache.glob("scan-*.pickle")) and (cache / ".gitignore").read_text().endswith("*\n")
+
+
+def test_a_file_gone_before_its_scan_is_reported_unreadable_with_or_without_a_cache(tree: Path, tmp_path: Path) -> None:
+    gone = sorted(tree.glob("*.py"))[0]
+    for jobs, cache in ((1, None), (2, None), (2, tmp_path / "cache")):
+        options = RunOptions(context=installed_diffusers(), paths=(tree,), mode=Mode.CHECK, jobs=jobs, cache_dir=cache)
+        inputs = RunInputs.of(options)  # the files found while `gone` was there
+        saved = gone.read_bytes()
+        gone.unlink()
+        try:
+            result = run(options, inputs=inputs)
+        finally:
+            gone.write_bytes(saved)
+        assert [(e.path, e.message) for e in result.errors] == [(str(gone), "cannot read: No such file or directory")]
+        assert result.findings and all(f.path != str(gone) for f in result.findings)
 
 
 def test_a_changed_file_is_rescanned_not_served_from_the_cache(tree: Path, tmp_path: Path) -> None:
