@@ -17,7 +17,6 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 
 from codemods.engine.cache import ScanCache, content_digest
@@ -37,7 +36,7 @@ from codemods.project.facts import FileFacts
 from codemods.project.files import SourceText
 from codemods.project.frozen import is_deprecated_pipeline
 from codemods.project.index import ProjectIndex, TreeInfo, module_name, tree_relative
-from codemods.project.layout import package_root
+from codemods.project.layout import package_roots
 from codemods.rules import check_opt_ins, select_rules
 from codemods.rules.base import Rule
 from codemods.source import SourceFile
@@ -106,8 +105,9 @@ class _Run:
         self.progress = progress
         self.files = [str(f) for f in files]
         self.in_run = frozenset(self.files)
-        root_of_directory = cache(package_root)  # asked once per directory, not per file
-        self.roots: dict[str, Path | None] = {str(file): root_of_directory(file.parent) for file in files}
+        root_of_directory = package_roots({file.parent for file in files})  # each directory looked at once
+        self.roots: dict[str, Path | None] = {str(file): root_of_directory[file.parent] for file in files}
+        self.modules = {path: module_name(Path(path), root) for path, root in self.roots.items()}
         self.trees = {root: TreeInfo.of(root, config.line_length, config.opt_in) for root in set(self.roots.values())}
         self.codes = tuple(rule.code for rule in rules)
         self.keys = ScanKeys(self.trees)
@@ -119,7 +119,7 @@ class _Run:
         self.pyproject = config.pyproject
         self.frozen: set[str] = set()  # files never changed: findings there are only counted
         if not (config.include_deprecated if options.include_deprecated is None else options.include_deprecated):
-            self.frozen = {p for p, root in self.roots.items() if is_deprecated_pipeline(module_name(Path(p), root))}
+            self.frozen = {path for path, module in self.modules.items() if is_deprecated_pipeline(module)}
         self.originals: dict[str, SourceText] = {}  # files a fix touches, as read before fixing
         self.phase = "start"  # where an interrupt found the run
         self.tree_write: TreeWrite | None = None
@@ -203,7 +203,7 @@ class _Run:
                     continue
                 partly[path] = cached
             root = self.roots[path]
-            pending.append(ScanJob(path, module_name(Path(path), root), self.trees[root], missing, text))
+            pending.append(ScanJob(path, self.modules[path], self.trees[root], missing, text))
         # Largest first, in small chunks: the workers then finish together (no one left with the big files).
         pending.sort(key=lambda job: -job.size())
         self.progress(phase, len(known), len(files))
