@@ -19,7 +19,7 @@ from functools import lru_cache
 from codemods.lines import LineIndex
 from codemods.project.facts import ClassFacts
 from codemods.project.index import ProjectIndex
-from codemods.source import self_attribute, statements
+from codemods.source import child_nodes, self_attribute, statements
 
 # diffusers' name for the lookup; it is not followed (its body is the lookup: `nonzero`, `argmin`...).
 LOOKUP_METHOD = "index_for_timestep"
@@ -146,7 +146,7 @@ class _Walk:
                 self.lookup(guards, where, node.lineno)
             elif called is not None and _definition(self.index, self.class_name, called) is not None:
                 self.method(called, guards, depth + 1)
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             self.expressions(child, guards, depth, where)
 
     def lookup(self, guards: Guards, where: str, line: int) -> None:
