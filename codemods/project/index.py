@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import bisect
 import importlib.util
+import os
 import re
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
@@ -240,9 +241,10 @@ class ProjectIndex:
         modules: dict[str, str] = {}
         for root in self._roots:
             if root.is_dir():
+                inside = os.path.join(root, "")  # `paths` are its files' paths below it, as `Path` spells them
                 for path in self.paths:
-                    if Path(path).is_relative_to(root):
-                        modules.setdefault(".".join(Path(path).relative_to(root).with_suffix("").parts), path)
+                    if path.startswith(inside):
+                        modules.setdefault(os.path.splitext(path[len(inside) :])[0].replace(os.sep, "."), path)
         return modules
 
     def module_path(self, module: str) -> str | None:
