@@ -30,6 +30,10 @@ class RuleScan:
     error: FileError | None = None  # the rule crashed on this file
 
 
+# Every rule's result where it found nothing, as one object: a worker's results then pickle it once, not once a rule a file.
+_NOTHING_FOUND = RuleScan()
+
+
 @dataclass(frozen=True)
 class FileScan:
     """One file's facts (every rule's: they are rule-independent) and the findings of the rules run on it."""
@@ -133,7 +137,7 @@ def _scan_source(source: SourceFile, tree: TreeInfo, rules: list[Rule]) -> FileS
     results: list[tuple[str, RuleScan]] = []
     for rule in rules:
         if not rule.may_match(text):
-            results.append((rule.code, RuleScan()))
+            results.append((rule.code, _NOTHING_FOUND))
             continue
         try:
             found = list(rule.check(source, tree))
@@ -141,7 +145,7 @@ def _scan_source(source: SourceFile, tree: TreeInfo, rules: list[Rule]) -> FileS
             results.append((rule.code, RuleScan((), _rule_failed(path, rule, crash))))
             continue
         kept = tuple(with_site_cost(source, f) for f in found if not source.suppressed(f.code, f.line, f.end_line))
-        results.append((rule.code, RuleScan(kept)))
+        results.append((rule.code, RuleScan(kept) if kept else _NOTHING_FOUND))
     return replace(facts, rules=tuple(sorted(results)))
 
 
