@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from importlib import metadata
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from bot.verify.planning.changes import rewrite_copy, why_nothing_changed
 from bot.verify.real_scale.run import real_scale_section
 from bot.verify.reporting.report import VerifyReport
 from bot.verify.running.runner import worker_zygote
-from bot.verify.running.zygote import forks_on
+from bot.verify.running.zygote import Zygote, forks_on
 from bot.verify.target_runs import verify_changes
 from codemods.project.test_modules import checkout_tests_of
 
@@ -49,6 +50,7 @@ def verify(
     scale: str = "test",
     repo_checks: bool = True,
     cache_dir: Path | None = None,
+    zygote: Zygote | None = None,
 ) -> VerifyReport:
     """Verify every change the engine makes to `src` (a diffusers package directory).
 
@@ -59,6 +61,8 @@ def verify(
     `repo_checks` the checks its Makefile and CI run (`make quality`, repository consistency).
     `cache_dir` is a scan cache the rewrite may reuse and add to (the bot's, shared by its planning run and
     every group's verification: copies of one tree share their scans).
+    `zygote` forks the run's children where it serves them (a caller's that verifies several times: the bot's run,
+    shared by its groups); without one, the run starts its own and stops it at its end.
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
@@ -90,9 +94,11 @@ def verify(
             if interpreter is not None:
                 python = interpreter()
                 lap("environment")
-            # One zygote forks both trees' workers and the checkout's own tests (torch imported once), started by
-            # the first of them; it stops once they are done, or on an interrupt, with any child still running.
-            with worker_zygote(python, root / "zygote.txt") as zygote:
+            # One zygote forks both trees' workers and the checkout's own tests (torch imported once): the caller's,
+            # else the run's own, started by the first of them and stopped once they are done, or on an interrupt,
+            # with any child still running.
+            zygote_of_run = nullcontext(zygote) if zygote is not None else worker_zygote(python, root / "zygote.txt")
+            with zygote_of_run as zygote:
                 results = verify_changes(checkout_tests, changes, root, device, compile, tolerance, say, python, zygote)
                 lap("targets")
                 if scale == "real":
