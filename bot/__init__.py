@@ -4,5 +4,5 @@ Its own modules are the bot's vocabulary and doors: fix groups (`groups`), a pla
 (`plan`), the verification record (`verification`), the run summary (`summary`) and the doors that
 run them (`runner`). `verify` judges fixes on both trees; `github` does git and GitHub.
 
-May import: codemods.engine, codemods.project, codemods.rules, bot.github, bot.github.dashboard, bot.verify, bot.verify.checkout, bot.verify.planning, bot.verify.reporting
+May import: codemods.engine, codemods.project, codemods.rules, bot.github, bot.github.dashboard, bot.verify, bot.verify.checkout, bot.verify.planning, bot.verify.reporting, bot.verify.running
 """

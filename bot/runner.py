@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -167,15 +168,15 @@ def run(options: BotOptions, verifier: Verifier | None = None) -> RunSummary:
         board = session.read_dashboard()
     except Exception as error:  # GitHub or git trouble ends the run with a summary; anything else propagates
         return _stopped(options, error)
-    chosen = _verifier(options, verifier)
+    with _verifier(options, verifier) as chosen:
 
-    def verification(group: FixGroup) -> Verification:
-        options.log(f"verifying {group.id} on {options.device}")
-        result = _verify(options, git, plan, group, chosen)
-        result.save(options.workdir / "reports" / f"{group.id}.json")
-        return result
+        def verification(group: FixGroup) -> Verification:
+            options.log(f"verifying {group.id} on {options.device}")
+            result = _verify(options, git, plan, group, chosen)
+            result.save(options.workdir / "reports" / f"{group.id}.json")
+            return result
 
-    return session.publish(plan, git, board, verification)
+        return session.publish(plan, git, board, verification)
 
 
 def plan(options: BotOptions, out: Path) -> Plan:
@@ -194,8 +195,8 @@ def verify_one(
     plan = Plan.load(plan_file)
     group = plan.group(group_id)
     git = _checkout(options, plan)
-    chosen = _verifier(options, verifier)
-    result = _verify(options, git, plan, group, chosen)
+    with _verifier(options, verifier) as chosen:
+        result = _verify(options, git, plan, group, chosen)
     result.save(out)
     return result
 
@@ -206,14 +207,15 @@ def census(
     """The census job: every fix of the selected rules on the plan's commit, verified at once; JSON and HTML page."""
     plan = Plan.load(plan_file)
     git = _checkout(options, plan)
-    report = _verifier(options, verifier)(
-        git.root / PACKAGE_DIR,
-        select=options.select,
-        device=options.device,
-        work_dir=options.workdir.resolve() / "census",
-        compile=options.compile,
-        progress=options.log,
-    )
+    with _verifier(options, verifier) as chosen:
+        report = chosen(
+            git.root / PACKAGE_DIR,
+            select=options.select,
+            device=options.device,
+            work_dir=options.workdir.resolve() / "census",
+            compile=options.compile,
+            progress=options.log,
+        )
     data = report.to_json()
     json_out.parent.mkdir(parents=True, exist_ok=True)
     json_out.write_text(json.dumps(data, indent=2) + "\n")
@@ -221,9 +223,12 @@ def census(
     return report
 
 
-def _verifier(options: BotOptions, given: Verifier | None) -> Verifier:
-    """The verifier a job was given (tests), else the real one in the checkout's own environment."""
-    return given or real_verifier(options.python, options.torch_index, options.log)
+def _verifier(options: BotOptions, given: Verifier | None) -> AbstractContextManager[Verifier]:
+    """The verifier a job was given (tests), else the real one in the checkout's own environment, for a block: the
+    real one's zygote serves every group the block verifies (its log in the work directory's `verify/`)."""
+    if given is not None:
+        return nullcontext(given)
+    return real_verifier(options.workdir.resolve() / "verify", options.python, options.torch_index, options.log)
 
 
 def _checkout(options: BotOptions, plan: Plan) -> Git:

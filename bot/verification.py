@@ -7,12 +7,16 @@ stand-in; production imports the real one lazily (it imports torch and diffusers
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.groups import PACKAGE_DIR, FixGroup
+
+if TYPE_CHECKING:
+    from bot.verify.running.zygote import Zygote
 
 VERIFIED = "verified"
 _BEFORE = {"passed": "passes", "skipped": "is skipped (the change turns it on)"}
@@ -37,31 +41,45 @@ class Verifier(Protocol):
     ) -> Any: ...
 
 
+@contextmanager
 def real_verifier(
-    python: Path | None = None, torch_index: str | None = None, log: Callable[[str], None] | None = None
-) -> Verifier:
-    """`bot.verify.verify`, running the trees in the checkout's own environment (or `python`).
+    zygote_dir: Path,
+    python: Path | None = None,
+    torch_index: str | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Iterator[Verifier]:
+    """`bot.verify.verify`, running the trees in the checkout's own environment (or `python`), until the block ends.
 
     The environment is resolved on the first group and reused; when it cannot be built, every
     group fails at once with the same one-line reason instead of trying the build again.
+    One zygote per interpreter (its log in `zygote_dir`) forks the workers and own tests of every group: torch is
+    imported once for the run, not once per group. The block's end stops it, also on an error or an interrupt,
+    killing any child still running.
     """
     from bot.verify import verify
     from bot.verify.checkout.environment import EnvironmentFailed, TorchSource, interpreter_for
+    from bot.verify.running.runner import worker_zygote
 
     resolved: dict[Path, Path | None | EnvironmentFailed] = {}
+    zygotes: dict[Path | None, Zygote] = {}
+    zygote_dir.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as running:
 
-    def verify_in_environment(src: Path, **options: Any) -> Any:
-        if src not in resolved:
-            try:
-                resolved[src] = interpreter_for(src, python, TorchSource(index_url=torch_index), log)
-            except EnvironmentFailed as error:
-                resolved[src] = error
-        chosen = resolved[src]
-        if isinstance(chosen, EnvironmentFailed):
-            raise chosen
-        return verify(src, python=chosen, **options)
+        def verify_in_environment(src: Path, **options: Any) -> Any:
+            if src not in resolved:
+                try:
+                    resolved[src] = interpreter_for(src, python, TorchSource(index_url=torch_index), log)
+                except EnvironmentFailed as error:
+                    resolved[src] = error
+            chosen = resolved[src]
+            if isinstance(chosen, EnvironmentFailed):
+                raise chosen
+            if chosen not in zygotes:
+                log_file = zygote_dir / f"zygote-{len(zygotes)}.txt"
+                zygotes[chosen] = running.enter_context(worker_zygote(chosen, log_file))
+            return verify(src, python=chosen, zygote=zygotes[chosen], **options)
 
-    return verify_in_environment
+        yield verify_in_environment
 
 
 @dataclass(frozen=True)

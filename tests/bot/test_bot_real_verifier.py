@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bot_harness import FAST_CLIENT, REPO
 from github_double import GitHubDouble
 
 from bot.runner import BotOptions, run
+from bot.verification import real_verifier
+from bot.verify.running.zygote import Zygote
 from codemods.project.index import installed_diffusers
 
 pytest.importorskip("torch")
@@ -54,3 +58,22 @@ def test_real_verifier_on_the_emulated_device_opens_a_verified_pr(github_double:
         in body
     )
     assert f"--path={DDPM} --device=emu" in body
+
+
+def test_every_group_of_a_run_is_verified_through_one_zygote_stopped_when_the_run_ends(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """torch is imported once per bot run, not once per group: each `verify()` gets the run's zygote."""
+    handed: list[Zygote] = []
+
+    def recording_verify(src: Path, *, zygote: Zygote, **options: Any) -> None:
+        handed.append(zygote)
+
+    monkeypatch.setattr("bot.verify.verify", recording_verify)
+    src = tmp_path / "diffusers"  # in no checkout: this interpreter runs its trees
+    with pytest.raises(KeyboardInterrupt), real_verifier(tmp_path / "zygotes") as verifier:
+        verifier(src, select=("DIF004",))
+        verifier(src, select=("DIF005",))
+        assert handed[0] is handed[1] and handed[0].python == Path(sys.executable)
+        raise KeyboardInterrupt  # an interrupted run stops its zygote too
+    assert not handed[0].ready()  # stopped: it never starts again
