@@ -18,6 +18,7 @@ import pytest
 
 from bot.verify import verify
 from bot.verify.reporting.report import VerifyReport
+from bot.verify.running.zygote import Zygote
 from bot.verify.targets.from_tests import discover
 from codemods.project.index import installed_diffusers
 from codemods.project.test_modules import CheckoutTestModules
@@ -137,7 +138,9 @@ def test_test_classes_that_configure_a_class_become_targets(tmp_path: Path) -> N
 
 
 @pytest.fixture(scope="module")
-def verified(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> tuple[VerifyReport, Counter[str]]:
+def verified(
+    tmp_path_factory: pytest.TempPathFactory, scan_cache: Path, zygote: Zygote
+) -> tuple[VerifyReport, Counter[str]]:
     """A verify run over the checkout, and how many times it parsed each of the checkout's test modules."""
     src = _checkout(tmp_path_factory.mktemp("checkout"))
     modules = {path.read_text(): path.name for path in (src.parent.parent / "tests").rglob("test_*.py")}
@@ -152,7 +155,7 @@ def verified(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> tupl
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ast, "parse", counting_parse)
         paths = (src / LATTE, src / SUPER_RESOLUTION)
-        report = verify(src, select=("DIF003", "DIF004"), paths=paths, cache_dir=scan_cache)
+        report = verify(src, select=("DIF003", "DIF004"), paths=paths, cache_dir=scan_cache, zygote=zygote)
     return report, parses
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from bot.verify import verify
 from bot.verify.reporting.report import VerifyReport
+from bot.verify.running.zygote import Zygote
 from codemods.project.index import installed_diffusers
 
 KANDINSKY5 = installed_diffusers() / "pipelines" / "kandinsky5"
@@ -25,10 +26,12 @@ MODULES = (
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> VerifyReport:
+def report(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path, zygote: Zygote) -> VerifyReport:
     paths = tuple(KANDINSKY5 / module for module in MODULES)
     work_dir = tmp_path_factory.mktemp("k5")
-    return verify(installed_diffusers(), select=("DIF004",), paths=paths, work_dir=work_dir, cache_dir=scan_cache)
+    return verify(
+        installed_diffusers(), select=("DIF004",), paths=paths, work_dir=work_dir, cache_dir=scan_cache, zygote=zygote
+    )
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ import pytest
 from bot.verify import verify
 from bot.verify.judging.coverage import coverage_of
 from bot.verify.reporting.report import VerifyReport
+from bot.verify.running.zygote import Zygote
 from bot.verify.targets.from_tests import discover
 from bot.verify.targets.siblings import SIBLINGS
 from codemods.project.index import installed_diffusers
@@ -120,9 +121,9 @@ def test_every_sibling_names_a_test_class_and_the_pipeline_it_configures() -> No
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> VerifyReport:
+def report(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path, zygote: Zygote) -> VerifyReport:
     src = _checkout(tmp_path_factory.mktemp("checkout"))
-    return verify(src, select=("DIF004", "DIF005"), paths=(src / AUDIO_TO_AUDIO,), cache_dir=scan_cache)
+    return verify(src, select=("DIF004", "DIF005"), paths=(src / AUDIO_TO_AUDIO,), cache_dir=scan_cache, zygote=zygote)
 
 
 def test_the_audio_to_audio_variant_is_verified_with_the_borrowed_configuration(report: VerifyReport) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from bot.verify import verify
 from bot.verify.reporting.report import VerifyReport
+from bot.verify.running.zygote import Zygote
 from codemods.project.index import installed_diffusers
 
 EULER = "schedulers/scheduling_euler_discrete.py"
@@ -24,7 +25,7 @@ FORM_0_25 = '        self.sigmas = sigmas\n        self.sigmas.to("cpu")  # to a
 
 
 @pytest.fixture(scope="module")
-def euler_0_25_form(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> VerifyReport:
+def euler_0_25_form(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path, zygote: Zygote) -> VerifyReport:
     package = tmp_path_factory.mktemp("euler-0.25-form") / "diffusers"
     shutil.copytree(installed_diffusers(), package, ignore=shutil.ignore_patterns("__pycache__"))
     scheduler = package / EULER
@@ -32,7 +33,13 @@ def euler_0_25_form(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) 
     assert text.count(KEPT_ON_CPU) == 1
     scheduler.write_text(text.replace(KEPT_ON_CPU, FORM_0_25))
     return verify(
-        package, select=("DIF002",), paths=(scheduler,), own_tests=False, repo_checks=False, cache_dir=scan_cache
+        package,
+        select=("DIF002",),
+        paths=(scheduler,),
+        own_tests=False,
+        repo_checks=False,
+        cache_dir=scan_cache,
+        zygote=zygote,
     )
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from bot.verify import verify
 from bot.verify.reporting.report import TargetResult, VerifyReport
+from bot.verify.running.zygote import Zygote
 from codemods.project.index import installed_diffusers
 from codemods.rules import all_rules
 from tools.fixture_cases import find_case
@@ -36,11 +37,13 @@ def _target(report: VerifyReport, name: str) -> TargetResult:
 
 
 @pytest.fixture(scope="module")
-def dif001(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> VerifyReport:
+def dif001(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path, zygote: Zygote) -> VerifyReport:
     """QwenImage as before #13406 and Lumina2 as installed, verified together: one rewrite, one worker per tree."""
     package = _copy_installed(tmp_path_factory.mktemp("qwen-before-13406"))
     (package / QWEN).write_text(QWEN_BEFORE_13406)
-    return verify(package, select=("DIF001",), paths=(package / QWEN, package / LUMINA2), cache_dir=scan_cache)
+    return verify(
+        package, select=("DIF001",), paths=(package / QWEN, package / LUMINA2), cache_dir=scan_cache, zygote=zygote
+    )
 
 
 def test_qwenimage_rope_copy_per_forward_goes_away_with_bit_identical_outputs(dif001: VerifyReport) -> None:
@@ -75,11 +78,18 @@ STABLE_DIFFUSION = {
 
 
 @pytest.fixture(scope="module")
-def dif005(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> VerifyReport:
+def dif005(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path, zygote: Zygote) -> VerifyReport:
     """Both Stable Diffusion pipelines verified together: one rewrite, one worker per tree runs both targets."""
     pipelines = tuple(installed_diffusers() / "pipelines" / "stable_diffusion" / module for module in STABLE_DIFFUSION)
     work_dir = tmp_path_factory.mktemp("dif005")
-    return verify(installed_diffusers(), select=("DIF005",), paths=pipelines, work_dir=work_dir, cache_dir=scan_cache)
+    return verify(
+        installed_diffusers(),
+        select=("DIF005",),
+        paths=pipelines,
+        work_dir=work_dir,
+        cache_dir=scan_cache,
+        zygote=zygote,
+    )
 
 
 @pytest.mark.parametrize("pipeline_class", list(STABLE_DIFFUSION.values()))
@@ -94,9 +104,9 @@ def test_dif005_removes_the_first_step_index_lookup_in_stable_diffusion(
 
 
 @pytest.mark.skipif("DIF002" not in {rule.code for rule in all_rules()}, reason="DIF002 is not in codemods/rules yet")
-def test_dif002_keeps_a_scheduler_step_free_of_copies_and_syncs(scan_cache: Path) -> None:
+def test_dif002_keeps_a_scheduler_step_free_of_copies_and_syncs(scan_cache: Path, zygote: Zygote) -> None:
     schedulers = (installed_diffusers() / "schedulers",)
-    report = verify(installed_diffusers(), select=("DIF002",), paths=schedulers, cache_dir=scan_cache)
+    report = verify(installed_diffusers(), select=("DIF002",), paths=schedulers, cache_dir=scan_cache, zygote=zygote)
     if not report.changed_files:
         pytest.skip(f"DIF002 rewrites no scheduler of diffusers 0.42.1 yet (engine errors: {report.errors})")
     schedulers = [t for t in report.targets if t.kind == "scheduler"]
@@ -113,11 +123,13 @@ OUTSIDE_PIPELINES_AND_MODELS = ("experimental/rl/value_guided_sampling.py", "tra
 
 
 @pytest.fixture(scope="module")
-def dif004(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path) -> VerifyReport:
+def dif004(tmp_path_factory: pytest.TempPathFactory, scan_cache: Path, zygote: Zygote) -> VerifyReport:
     """The RL pipeline and the training helper verified together: one rewrite, one worker per tree."""
     paths = tuple(installed_diffusers() / module for module in OUTSIDE_PIPELINES_AND_MODELS)
     work_dir = tmp_path_factory.mktemp("dif004")
-    return verify(installed_diffusers(), select=("DIF004",), paths=paths, work_dir=work_dir, cache_dir=scan_cache)
+    return verify(
+        installed_diffusers(), select=("DIF004",), paths=paths, work_dir=work_dir, cache_dir=scan_cache, zygote=zygote
+    )
 
 
 @pytest.mark.parametrize(
@@ -140,7 +152,7 @@ def test_dif004_removes_the_output_objects_outside_pipelines_and_models(
 
 
 def test_dif007_reads_the_query_length_instead_of_the_max_of_its_filled_tensor(
-    tmp_path: Path, scan_cache: Path
+    tmp_path: Path, scan_cache: Path, zygote: Zygote
 ) -> None:
     # 0.42.1 with the varlen helper as main (58eb52c080) still has it: the max of the filled query lengths.
     package = _copy_installed(tmp_path / "tree")
@@ -152,7 +164,9 @@ def test_dif007_reads_the_query_length_instead_of_the_max_of_its_filled_tensor(
     )
     assert dispatch.read_text().count(fixed_by_hand) == 1
     dispatch.write_text(dispatch.read_text().replace(fixed_by_hand, as_on_main))
-    report = verify(package, select=("DIF007",), paths=(dispatch,), work_dir=tmp_path / "work", cache_dir=scan_cache)
+    report = verify(
+        package, select=("DIF007",), paths=(dispatch,), work_dir=tmp_path / "work", cache_dir=scan_cache, zygote=zygote
+    )
     result = _target(report, "prepare_for_flash_attn_or_sage_varlen_with_mask")
     assert (result.verdict, result.unit, len(result.rewrites)) == ("verified", "forward", 1)
     assert (result.before["sync"], result.after["sync"]) == (2.0, 1.0)
