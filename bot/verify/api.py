@@ -62,7 +62,8 @@ def verify(
     `cache_dir` is a scan cache the rewrite may reuse and add to (the bot's, shared by its planning run and
     every group's verification: copies of one tree share their scans).
     `zygote` forks the run's children where it serves them (a caller's that verifies several times: the bot's run,
-    shared by its groups); without one, the run starts its own and stops it at its end.
+    shared by its groups; it serves its own interpreter and start-time environment alone, the others start fresh
+    processes); without one, the run starts its own for `python` and stops it at its end.
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
