@@ -30,6 +30,11 @@ def scan_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
     """One zygote for the tests that fork workers or the checkout's own tests through one (as a verify run has one),
     up (torch imported) before the first of them runs."""
+    # Importing torch._dynamo sets TORCHINDUCTOR_CACHE_DIR (to its default) in this process for good, and any test may
+    # import it: set before the zygote starts, it is in the zygote's environment as in every later request's (one that
+    # differs is served by a fresh process instead).
+    import torch._dynamo  # noqa: F401
+
     log = tmp_path_factory.mktemp("zygote") / "zygote.txt"
     with worker_zygote(None, log) as running:
         assert running.ready(), log.read_text()
