@@ -46,7 +46,8 @@ def _sigint_handler_kept():
 @pytest.fixture
 def python_sigint():
     """SIGINT as a fresh Python process takes it (KeyboardInterrupt, not blocked in this thread), for tests that send
-    one to their own process: a full run's earlier modules (torch's among them) may leave this worker otherwise."""
+    one to their own process or to a child, which inherits it: a full run's earlier modules (torch's among them) may
+    leave this worker otherwise."""
     handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     yield

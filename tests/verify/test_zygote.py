@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from processes import alive
 
 from bot.verify.running.protocol import WorkerRequest
@@ -125,6 +126,8 @@ def test_stopping_the_zygote_kills_the_workers_it_runs_and_itself(tmp_path: Path
     assert not any(alive(pid) for pid in json.loads(pids.read_text()))  # the worker, the zygote, the sleeper
 
 
+# The run inherits this process's SIGINT: left ignored by an earlier module, the run would never see the Ctrl-C.
+@pytest.mark.usefixtures("python_sigint")
 def test_an_interrupted_run_leaves_no_zygote_and_no_worker(tmp_path: Path) -> None:
     request = _request(_tree(tmp_path, HANGS), tmp_path / "out")
     pids = tmp_path / "out" / "request-000" / "pids.json"
