@@ -6,7 +6,8 @@ import ast
 import textwrap
 
 from codemods.analysis.values.element_types import element_types
-from codemods.analysis.values.types import LocalTypes, attribute_types
+from codemods.analysis.values.types import LocalTypes, class_attribute_types
+from codemods.source import SourceFile
 
 
 def _class(code: str) -> ast.ClassDef:
@@ -15,12 +16,13 @@ def _class(code: str) -> ast.ClassDef:
 
 def _types_at(code: str, name: str, line: int) -> tuple[str, ...] | None:
     """The classes `name` holds where it is called on `line` (the code's first function, or `forward`)."""
-    tree = ast.parse(textwrap.dedent(code))
+    source = SourceFile("types_case.py", textwrap.dedent(code))
+    tree = source.tree
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef)), None)
     scope = cls.body if cls else tree.body
     function = next(n for n in scope if isinstance(n, ast.FunctionDef) and n.name in ("forward", "main"))
     use = next(n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name and n.lineno == line)
-    attributes, elements = (attribute_types(cls), element_types(cls)) if cls else ({}, {})
+    attributes, elements = (class_attribute_types(source, cls), element_types(cls)) if cls else ({}, {})
     return LocalTypes(function, attributes, elements).of(name, use)
 
 

@@ -100,7 +100,7 @@ def stepped_schedulers(
     components: dict[str, Types | None], method: ast.FunctionDef | ast.AsyncFunctionDef, loop: ast.For
 ) -> list[SteppedScheduler]:
     """The typed schedulers `loop` steps, in the order of their first `step()`; `components`: the pipeline's
-    attribute types (`attribute_types(cls)`)."""
+    attribute types (`class_attribute_types`)."""
     calls: dict[str, list[ast.Call]] = {}
     for node in nodes_within(loop, ast.Call):
         receiver = _scheduler_receiver(node)

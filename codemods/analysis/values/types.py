@@ -94,19 +94,13 @@ def class_memo(
 
 
 def class_attribute_types(source: SourceFile, cls: ast.ClassDef, elements: bool = False) -> dict[str, Types | None]:
-    """`attribute_types(cls, elements)` once per class of `source`, however many rules ask (a pipeline's attribute
-    types: DIF002's facts, DIF004, DIF005; DIF003's facts with `elements`), its methods walked once for both readings;
-    shared, so never to be changed."""
+    """`self.<name>` -> the classes it may hold, from every assignment in `cls` of `source` (None: unknown); `elements`:
+    annotations read as `annotation_types` does with it (a list of A holds A).
+
+    Once per class, however many rules ask (a pipeline's attribute types: DIF002's facts, DIF004, DIF005; DIF003's
+    facts with `elements`), its methods walked once for both readings; shared, so never to be changed."""
     bindings = source.memo(f"self_bindings:{id(cls)}", lambda: _self_bindings(cls))
     return source.memo(f"attribute_types:{elements}:{id(cls)}", lambda: _bound_types(cls, bindings, elements))
-
-
-def attribute_types(cls: ast.ClassDef, elements: bool = False) -> dict[str, Types | None]:
-    """`self.<name>` -> the classes it may hold, from every assignment in the class (None: unknown).
-
-    `elements`: read annotations as `annotation_types` does with it (a list of A holds A).
-    """
-    return _bound_types(cls, _self_bindings(cls), elements)
 
 
 def _self_bindings(cls: ast.ClassDef) -> list[tuple[str, ast.expr]]:
