@@ -15,6 +15,7 @@ from typing import Any
 
 from warm_python import run_python
 
+from bot.verify.planning.changes import VERIFIED_OPT_INS
 from codemods.engine.entry import Mode, RunOptions, RunResult, run
 from codemods.project.index import installed_diffusers
 from tools.checkout_layout import write_checkout_config
@@ -25,15 +26,23 @@ class DiffusersTrees:
     """A pristine copy of the installed diffusers and one rewritten by every rule (unsafe fixes included).
 
     The rewritten copy is laid out as a checkout (`<checkout>/src/diffusers`, diffusers' ruff settings
-    and formatter pin beside it), so the run goes through the formatter gate as a user's would.
+    and formatter pin beside it), so the run goes through the formatter gate as a user's would. The run
+    takes the opt-ins `codemod verify` takes (the installed package has no tests for them to turn on, so
+    it rewrites what a run without them does): its scans are then the ones every `verify()` of a copy of
+    the installed diffusers asks for (`scan_cache`, tests/verify/conftest.py), and only this run analyses
+    the whole tree.
     """
 
     original: Path  # parent directory holding `diffusers/`
     rewritten: Path  # `<checkout>/src`
+    options: RunOptions  # the run's: a second run with them reads back the fixed files' scans, as a user's would
     result: RunResult
-    cache: (
-        Path  # the run's scan cache: a second run over `rewritten` reads back the fixed files' scans, as a user's would
-    )
+
+    @property
+    def cache(self) -> Path:
+        """The run's scan cache."""
+        assert self.options.cache_dir is not None
+        return self.options.cache_dir
 
     def changed_files(self) -> list[str]:
         """Paths relative to the package (`models/x.py`) of the files the run changed."""
@@ -63,9 +72,14 @@ def build_diffusers_trees(directory: Path) -> DiffusersTrees:
     (directory / "checkout").mkdir()
     checkout = write_checkout_config(directory / "checkout")
     rewritten = copy_installed_diffusers(checkout / "src")
-    cache = directory / "cache"
-    result = run(RunOptions(paths=(rewritten / "diffusers",), mode=Mode.WRITE, unsafe_fixes=True, cache_dir=cache))
-    return DiffusersTrees(original, rewritten, result, cache)
+    options = RunOptions(
+        paths=(rewritten / "diffusers",),
+        mode=Mode.WRITE,
+        unsafe_fixes=True,
+        cache_dir=directory / "cache",
+        opt_in=VERIFIED_OPT_INS,
+    )
+    return DiffusersTrees(original, rewritten, options, run(options))
 
 
 def run_python_in_tree(tree: Path, code: str, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -7,7 +7,8 @@ import pytest
 # The modules that take longest, longest first (`--durations`, 2 cores). `make test` hands whole modules to the
 # workers (`--dist loadscope`) in collection order (`--no-loadscope-reorder`; xdist's own order, most tests
 # first, left a 3-test module of minutes to run alone at the end). The first two start on different workers:
-# one builds the main-like checkout's environment, the other needs no shared fixture, so neither waits on a lock.
+# one builds the main-like checkout's environment, the other the diffusers trees (whose scan cache every
+# verification reads: tests/verify/conftest.py), so neither waits on a lock.
 # Measured on a fresh clone's `.ci/run` at 70de9b3, once the verifier's children were forked from one zygote.
 LONGEST_FIRST = (
     "tests/bot/test_bot_main_like.py",

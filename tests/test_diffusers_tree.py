@@ -7,11 +7,12 @@ rewritten by every rule; these tests check the rewritten one.
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from installed_trees import DiffusersTrees
 
 from benchmarks.sweep_checks import import_failures
-from codemods.engine.entry import Mode, RunOptions, run
+from codemods.engine.entry import Mode, run
 
 
 def test_the_run_has_no_errors_and_changes_files(diffusers_trees: DiffusersTrees) -> None:
@@ -42,12 +43,7 @@ def test_untouched_files_are_byte_identical(diffusers_trees: DiffusersTrees) -> 
 def test_a_second_run_changes_nothing(diffusers_trees: DiffusersTrees) -> None:
     # With the first run's cache, as a user's second run has it: the fixed files' scans are the first run's re-scans
     # of the texts it wrote, and cross-file resolution and fix planning run again over the whole tree.
-    result = run(
-        RunOptions(
-            paths=(diffusers_trees.rewritten / "diffusers",), mode=Mode.DIFF, unsafe_fixes=True, jobs=2,
-            cache_dir=diffusers_trees.cache,
-        )
-    )
+    result = run(replace(diffusers_trees.options, mode=Mode.DIFF, jobs=2))
     assert result.changes == {}
     assert result.errors == []
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from shared_session import run_directory
+from installed_trees import DiffusersTrees
 
 from bot.verify.census.emulated_device import install_emulated_device
 from bot.verify.running.runner import worker_zygote
@@ -16,14 +16,16 @@ def emu() -> torch.device:
 
 
 @pytest.fixture(scope="session")
-def scan_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def scan_cache(diffusers_trees: DiffusersTrees) -> Path:
     """One scan cache for every `verify()` of a copy of the installed diffusers, shared by all xdist workers.
 
     As the bot shares its cache between the groups it verifies: copies of a tree share their scans
-    (codemods/engine/scan_keys.py), so only the first verification analyses the whole tree; the cache
-    writes its files whole (a rename), so workers filling it at once lose entries, never read half of one.
+    (codemods/engine/scan_keys.py). It is the cache of the whole-tree run that rewrote `diffusers_trees`,
+    with the opt-ins a verification takes: that run, which the suite makes anyway, is the only one that
+    analyses the whole tree. The cache writes its files whole (a rename), so workers adding to it at once
+    lose entries, never read half of one.
     """
-    return run_directory(tmp_path_factory) / "verify-scan-cache"
+    return diffusers_trees.cache
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ import os
 import shlex
 import shutil
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -117,18 +118,31 @@ def fresh_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def compared(checkout_and_trees, fresh_runs: Path) -> tuple[OwnTests, dict[str, Path]]:
-    """The tests run by fresh interpreters."""
+def fresh_and_forked(
+    checkout_and_trees, fresh_runs: Path, zygote: Zygote, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[OwnTests, OwnTests, Path]:
+    """The tests run by fresh interpreters, and forked by a zygote running this interpreter (as a verify run's zygote
+    forks them) into the runs directory returned: both at once, as each waits out its budget on the slow test."""
     checkout, trees = checkout_and_trees
-    return run_own_tests(Path(sys.executable), checkout, trees, [MODULE], fresh_runs, budget_s=8), trees
+    runs = tmp_path_factory.mktemp("forked")
+    with ThreadPoolExecutor(1) as fresh_thread:
+        fresh = fresh_thread.submit(
+            run_own_tests, Path(sys.executable), checkout, trees, [MODULE], fresh_runs, budget_s=8
+        )
+        forked = run_own_tests(Path(sys.executable), checkout, trees, [MODULE], runs, budget_s=8, zygote=zygote)
+        return fresh.result(), forked, runs
 
 
 @pytest.fixture(scope="module")
-def forked(checkout_and_trees, zygote: Zygote, tmp_path_factory: pytest.TempPathFactory) -> tuple[OwnTests, Path]:
-    """The same tests forked by a zygote running this interpreter, as a verify run's zygote forks them."""
-    checkout, trees = checkout_and_trees
-    runs = tmp_path_factory.mktemp("forked")
-    return run_own_tests(Path(sys.executable), checkout, trees, [MODULE], runs, budget_s=8, zygote=zygote), runs
+def compared(checkout_and_trees, fresh_and_forked) -> tuple[OwnTests, dict[str, Path]]:
+    """The tests run by fresh interpreters."""
+    return fresh_and_forked[0], checkout_and_trees[1]
+
+
+@pytest.fixture(scope="module")
+def forked(fresh_and_forked) -> tuple[OwnTests, Path]:
+    """The same tests forked by the zygote."""
+    return fresh_and_forked[1:]
 
 
 def test_a_test_that_passes_before_and_fails_after_is_broken_by_the_change(compared) -> None:
