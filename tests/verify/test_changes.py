@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
-from bot.verify.planning.changes import rewrites_of, why_nothing_changed
+from bot.verify.planning.changes import rewrite_copy, rewrites_of, why_nothing_changed
 from codemods.engine.run_result import Mode, RunResult
 from codemods.findings import Edit, Finding, Fix, FixSafety, ImportRequest, NodeRef
 
@@ -111,3 +112,23 @@ def test_nothing_changed_because_fixes_were_declined_gives_their_reasons_most_co
         "no DIF001 fix applied in the selected files: 3 declined: "
         "a copy whose source is outside the selected files (2); overlaps another fix (1)"
     )
+
+
+def test_runs_sharing_an_original_copy_it_once_and_link_it_and_a_later_own_copy_leaves_it_alone(tmp_path: Path) -> None:
+    src = tmp_path / "checkout" / "src" / "diffusers"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text('__version__ = "0.1"\n')
+    shared = tmp_path / "shared"
+    first = rewrite_copy(src, tmp_path / "first", select=("DIF004",), original=shared)
+    bytecode = first.original / "__pycache__" / "__init__.cpython-311.pyc"
+    bytecode.parent.mkdir()
+    bytecode.write_bytes(b"what the first run's worker compiled")
+
+    second = rewrite_copy(src, tmp_path / "second", select=("DIF004",), original=shared)
+    assert (tmp_path / "second" / "original").is_symlink()
+    assert second.original.resolve() == first.original.resolve() == (shared / "diffusers").resolve()
+    assert (second.original / "__pycache__" / bytecode.name).read_bytes() == b"what the first run's worker compiled"
+
+    own = rewrite_copy(src, tmp_path / "second", select=("DIF004",))
+    assert not (tmp_path / "second" / "original").is_symlink() and (own.original / "__init__.py").is_file()
+    assert bytecode.is_file()  # the shared copy, linked there before, is not cleared through the link

@@ -93,13 +93,28 @@ def rewrite_copy(
     paths: tuple[Path, ...] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     cache_dir: Path | None = None,
+    original: Path | None = None,
 ) -> ChangeSet:
     """Copy `src` twice under `work_dir` and apply every fix (unsafe ones included) to the second copy.
 
     With `cache_dir`, the engine reuses the scans an earlier run kept there, of this tree or of another
-    copy of it (the bot's planning run, the group verified before: codemods/engine/scan_keys.py)."""
+    copy of it (the bot's planning run, the group verified before: codemods/engine/scan_keys.py).
+    `original`: where several runs of one tree (the bot's groups) share its copy, made by the first of them, and
+    linked as `work_dir/original`: nothing writes there but the workers' bytecode, which the next run's workers
+    import instead of compiling the same modules again."""
     src = src.resolve()
-    original = copy_tree(src, work_dir / "original")
+    linked = work_dir / "original"
+    if linked.is_symlink():  # an earlier run's link: never a folder to clear
+        linked.unlink()
+    if original is None:
+        original = copy_tree(src, linked)
+    else:
+        if not (original / src.name).is_dir():
+            copy_tree(src, original)
+        shutil.rmtree(linked, ignore_errors=True)
+        linked.parent.mkdir(parents=True, exist_ok=True)
+        linked.symlink_to(original.resolve(), target_is_directory=True)
+        original = linked / src.name
     rewritten = copy_tree(src, work_dir / "rewritten")
     targets = (rewritten,) if paths is None else tuple(rewritten / _relative(src, p) for p in paths)
     # The same fixes as the bot's plan: the tests a fix turns on are the verifier's to run (`turned_on_tests`).
