@@ -55,8 +55,9 @@ def real_verifier(
     group fails at once with the same one-line reason instead of trying the build again.
     One zygote per interpreter (its log in `run_dir`) forks the workers and own tests of every group: torch is
     imported once for the run, not once per group. The block's end stops it, also on an error or an interrupt,
-    killing any child still running. One copy of each tree (in `run_dir` too) is every group's original tree:
-    copied once, by the first group, and its modules compiled once, by that group's workers.
+    killing any child still running. One copy of each tree (in `run_dir` too), made by the first group, is every
+    group's original tree, and each rewritten tree hard links to it: a module its workers compiled is not compiled
+    again.
     """
     from bot.verify import verify
     from bot.verify.checkout.environment import EnvironmentFailed, TorchSource, interpreter_for
