@@ -7,6 +7,7 @@ stand-in; production imports the real one lazily (it imports torch and diffusers
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
@@ -43,7 +44,7 @@ class Verifier(Protocol):
 
 @contextmanager
 def real_verifier(
-    zygote_dir: Path,
+    run_dir: Path,
     python: Path | None = None,
     torch_index: str | None = None,
     log: Callable[[str], None] | None = None,
@@ -52,9 +53,11 @@ def real_verifier(
 
     The environment is resolved on the first group and reused; when it cannot be built, every
     group fails at once with the same one-line reason instead of trying the build again.
-    One zygote per interpreter (its log in `zygote_dir`) forks the workers and own tests of every group: torch is
+    One zygote per interpreter (its log in `run_dir`) forks the workers and own tests of every group: torch is
     imported once for the run, not once per group. The block's end stops it, also on an error or an interrupt,
-    killing any child still running.
+    killing any child still running. One copy of each tree (in `run_dir` too), made by the first group, is every
+    group's original tree, and each rewritten tree hard links to it: a module its workers compiled is not compiled
+    again.
     """
     from bot.verify import verify
     from bot.verify.checkout.environment import EnvironmentFailed, TorchSource, interpreter_for
@@ -62,7 +65,8 @@ def real_verifier(
 
     resolved: dict[Path, Path | None | EnvironmentFailed] = {}
     zygotes: dict[Path | None, Zygote] = {}
-    zygote_dir.mkdir(parents=True, exist_ok=True)
+    originals: dict[Path, Path] = {}
+    run_dir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as running:
 
         def verify_in_environment(src: Path, **options: Any) -> Any:
@@ -75,9 +79,12 @@ def real_verifier(
             if isinstance(chosen, EnvironmentFailed):
                 raise chosen
             if chosen not in zygotes:
-                log_file = zygote_dir / f"zygote-{len(zygotes)}.txt"
+                log_file = run_dir / f"zygote-{len(zygotes)}.txt"
                 zygotes[chosen] = running.enter_context(worker_zygote(chosen, log_file))
-            return verify(src, python=chosen, zygote=zygotes[chosen], **options)
+            if src not in originals:
+                originals[src] = run_dir / f"original-{len(originals)}"
+                shutil.rmtree(originals[src], ignore_errors=True)  # an earlier run's, of another commit perhaps
+            return verify(src, python=chosen, zygote=zygotes[chosen], original=originals[src], **options)
 
         yield verify_in_environment
 

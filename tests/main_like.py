@@ -93,8 +93,12 @@ def main_like_fixture(tmp_path_factory: pytest.TempPathFactory) -> MainLike:
 
 
 def push_checkout(bare_repo: Path, checkout: Path, work: Path) -> None:
-    """Commit the checkout on the remote's `main`, as a maintainer's push would."""
+    """Commit the checkout on the remote's `main`, as a maintainer's push would.
+
+    Its objects are stored and sent uncompressed, without deltas: the same commit on a local remote, for 0.6 CPU s
+    instead of 3.2 (most of them compressing diffusers' source for the push)."""
     git = ["git", "-c", "user.name=Maintainer", "-c", "user.email=maintainer@example.com"]
+    git += ["-c", "core.compression=0", "-c", "pack.window=0"]
     subprocess.run([*git, "clone", "--quiet", str(bare_repo), str(work)], check=True)
     shutil.copytree(checkout, work, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([*git, "add", "-A"], cwd=work, check=True)

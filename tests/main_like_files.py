@@ -207,11 +207,12 @@ jobs:
 """
 
 # Written for the tests: what diffusers' utils/check_copies.py checks, in a short script. The body of every
-# function marked `# Copied from diffusers.<module>.<name>` must be that function's body (as parsed). Each
-# function is found in its lines, as diffusers' own check finds it, and parsed alone: a whole-tree parse
-# took seconds per run, and the bot runs this check on every fix group's rewritten tree.
+# function marked `# Copied from diffusers.<module>.<name>` must be that function's body (as parsed). Each function
+# is found in its lines, as diffusers' own check finds it, and parsed alone (a whole-tree parse took seconds per
+# run; the bot runs this check on every fix group's rewritten tree); each source once, however many copies cite it.
 CHECK_COPIES = """\
 import ast
+import functools
 import pathlib
 import re
 import sys
@@ -250,6 +251,7 @@ def same_text(copy, original):
     return ends and len(copy) > 1 and copy[1:] == original[1:]
 
 
+@functools.cache
 def definition(dotted):
     # The lines of the module defining `dotted` and the line of its def or class, or None.
     parts = dotted.split(".")
@@ -267,7 +269,7 @@ def definition(dotted):
     return None
 
 
-failures = []
+failures, sources = [], {}
 for path in sorted(root.rglob("*.py")):
     lines = path.read_text().splitlines()
     for number, line in enumerate(lines[:-1]):
@@ -277,7 +279,9 @@ for path in sorted(root.rglob("*.py")):
         wanted = definition(mark.group(1))
         if wanted is None or same_text(block(lines, number + 1), block(*wanted)):
             continue
-        if list(map(ast.dump, body(lines, number + 1))) != list(map(ast.dump, body(*wanted))):
+        if mark.group(1) not in sources:
+            sources[mark.group(1)] = list(map(ast.dump, body(*wanted)))
+        if list(map(ast.dump, body(lines, number + 1))) != sources[mark.group(1)]:
             name = re.match(r"\\s*def\\s+(\\w+)", lines[number + 1]).group(1)
             failures.append(f"{path}:{number + 2}: {name} is not a copy of diffusers.{mark.group(1)}")
 if failures:

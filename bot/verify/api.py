@@ -51,6 +51,7 @@ def verify(
     repo_checks: bool = True,
     cache_dir: Path | None = None,
     zygote: Zygote | None = None,
+    original: Path | None = None,
 ) -> VerifyReport:
     """Verify every change the engine makes to `src` (a diffusers package directory).
 
@@ -64,6 +65,7 @@ def verify(
     `zygote` forks the run's children where it serves them (a caller's that verifies several times: the bot's run,
     shared by its groups; it serves its own interpreter and start-time environment alone, the others start fresh
     processes); without one, the run starts its own for `python` and stops it at its end.
+    `original` is a copy of `src` that several runs share as their original tree (`rewrite_copy`).
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
@@ -84,7 +86,7 @@ def verify(
 
     try:
         say(f"rewriting a copy of {src}")
-        changes = rewrite_copy(src, root, select=select, paths=paths, cache_dir=cache_dir)
+        changes = rewrite_copy(src, root, select=select, paths=paths, cache_dir=cache_dir, original=original)
         lap("rewrite")
         say(f"{len(changes.rewrites)} rewrite(s) in {len(changes.changed_files)} file(s)")
         results, tests, real, turned_on, checks, nothing = [], None, None, None, None, None

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
+from importlib.util import cache_from_source
+from pathlib import Path
 
-from bot.verify.planning.changes import rewrites_of, why_nothing_changed
+from bot.verify.planning.changes import rewrite_copy, rewrites_of, why_nothing_changed
 from codemods.engine.run_result import Mode, RunResult
 from codemods.findings import Edit, Finding, Fix, FixSafety, ImportRequest, NodeRef
+from codemods.project.index import installed_diffusers
 
 BEFORE = """\
 import torch
@@ -111,3 +115,42 @@ def test_nothing_changed_because_fixes_were_declined_gives_their_reasons_most_co
         "no DIF001 fix applied in the selected files: 3 declined: "
         "a copy whose source is outside the selected files (2); overlaps another fix (1)"
     )
+
+
+def test_runs_sharing_an_original_copy_it_once_and_link_it_and_a_later_own_copy_leaves_it_alone(tmp_path: Path) -> None:
+    src = tmp_path / "checkout" / "src" / "diffusers"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text('__version__ = "0.1"\n')
+    shared = tmp_path / "shared"
+    first = rewrite_copy(src, tmp_path / "first", select=("DIF004",), original=shared)
+    bytecode = first.original / "__pycache__" / "__init__.cpython-311.pyc"
+    bytecode.parent.mkdir()
+    bytecode.write_bytes(b"what the first run's worker compiled")
+
+    second = rewrite_copy(src, tmp_path / "second", select=("DIF004",), original=shared)
+    assert (tmp_path / "second" / "original").is_symlink()
+    assert second.original.resolve() == first.original.resolve() == (shared / "diffusers").resolve()
+    assert (second.original / "__pycache__" / bytecode.name).read_bytes() == b"what the first run's worker compiled"
+
+    own = rewrite_copy(src, tmp_path / "second", select=("DIF004",))
+    assert not (tmp_path / "second" / "original").is_symlink() and (own.original / "__init__.py").is_file()
+    assert bytecode.is_file()  # the shared copy, linked there before, is not cleared through the link
+
+
+def test_the_rewritten_copy_of_a_shared_original_links_its_files_and_bytecode_the_rewritten_files_aside(
+    tmp_path: Path, scan_cache: Path
+) -> None:
+    src, ddpm = installed_diffusers(), "pipelines/ddpm/pipeline_ddpm.py"
+    shared = tmp_path / "shared"
+    first = rewrite_copy(src, tmp_path / "first", ("DIF004",), (src / ddpm,), cache_dir=scan_cache, original=shared)
+    for module in ("__init__.py", ddpm):  # what the first run's original-side worker compiled
+        bytecode = Path(cache_from_source(str(first.original / module)))
+        bytecode.parent.mkdir(exist_ok=True)
+        bytecode.write_bytes(b"compiled")
+
+    second = rewrite_copy(src, tmp_path / "second", ("DIF004",), (src / ddpm,), cache_dir=scan_cache, original=shared)
+    assert second.changed_files == [ddpm]
+    assert os.path.samefile(second.rewritten / "__init__.py", shared / "diffusers" / "__init__.py")
+    assert Path(cache_from_source(str(second.rewritten / "__init__.py"))).read_bytes() == b"compiled"
+    assert not Path(cache_from_source(str(second.rewritten / ddpm))).exists()
+    assert (second.original / ddpm).read_text() == (src / ddpm).read_text() != (second.rewritten / ddpm).read_text()

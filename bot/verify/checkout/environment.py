@@ -6,24 +6,23 @@ of a verification run in an environment made from the checkout's own metadata:
 
 1. a venv made with the Python running this code;
 2. `torch==VERSION` first, from the index the user names (CPU or a CUDA build);
-3. the checkout's runtime requirements and its `torch` and `test` extras (read by pip from its
-   setup.py/pyproject.toml), with a constraints file pinning torch, so no requirement can
-   swap the build; torch-build-bound ones (torchvision) only when torch's own index has a
-   build matching the pin, else they are left out (with a note);
+3. the checkout's runtime requirements and its `torch` and `test` extras (read by pip from its setup.py/pyproject.toml),
+   with a constraints file pinning torch, so no requirement can swap the build; torch-build-bound ones
+   (torchvision) only when torch's own index has a build matching the pin, else they are left out (with a note);
 4. never the checkout itself: whoever runs a tree puts it first on PYTHONPATH.
 
-Where the user names torch's index, it is read before anything is built (an index that does not
-answer is a one-line error, not minutes of retries), and the torch steps use that index alone:
-pip's configured extra indexes and find-links would hand it another build of the same version.
-The environment is marked ready only once torch, the checkout's runtime requirements,
-transformers and whatever torch-bound package was installed import in it.
+Where the user names torch's index, it is read before anything is built (an index that does not answer is a one-line
+error, not minutes of retries), and the torch steps use that index alone: pip's configured extra indexes and
+find-links would hand it another build of the same version. The environment is marked ready only once torch, the
+checkout's runtime requirements, transformers and whatever torch-bound package was installed import in it.
 
-The environment lives in `<cache>/<key>`, the key hashing the checkout's dependency files,
-the torch pin and index, the Python version and this recipe's version, so every run and
-every fix group of one checkout (and of a later commit with the same dependencies) share it.
+The environment lives in `<cache>/<key>`, the key hashing the checkout's dependency files, the torch pin and index,
+the Python version and this recipe's version, so every run and every fix group of one checkout (and of a later
+commit with the same dependencies) share it.
 `ready.json` marks a finished build; a lock keeps two builders of one key apart.
-`base` (an interpreter) makes a layered environment instead: the base's packages are seen beneath the
-environment's own, so only what the checkout pins differently is installed (tests, benchmarks: seconds).
+`base` (an interpreter) makes a layered environment instead (tests, benchmarks: seconds): the base's packages are
+seen beneath its own, so only what the checkout pins differently is installed, and not compiled: pip compiling all
+of transformers was 8 of 10 CPU s, where a run imports a few of its modules (compiled on import; workers keep theirs).
 """
 
 from __future__ import annotations
@@ -162,7 +161,8 @@ def _build(
     except RequirementFailed as error:
         raise EnvironmentFailed(f"cannot build the environment of {checkout}: {error}", error.log) from None
     say(f"environment: installing {len(wanted.others)} requirement(s) of the checkout and its extras")
-    _pip(python, ["-c", str(constraints), *(str(r) for r in wanted.others)], wanted.others, checkout)
+    uncompiled = [] if base is None else ["--no-compile"]
+    _pip(python, [*uncompiled, "-c", str(constraints), *(str(r) for r in wanted.others)], wanted.others, checkout)
     notes = _bound(python, constraints, wanted, torch, say)
     bound = [canonicalize_name(r.name) for r in wanted.bound] if torch.index_url and not notes else []
     needed = ["torch", *wanted.imported, *bound]

@@ -9,6 +9,7 @@ and it belongs to the top-level class (or function) around it. No torch import h
 from __future__ import annotations
 
 import difflib
+import os
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -86,6 +87,25 @@ def copy_tree(src: Path, destination: Path) -> Path:
     return package
 
 
+def linked_tree(tree: Path, destination: Path) -> Path:
+    """`destination/<package name>`: `tree`'s files hard-linked there, bytecode included, and the pyproject beside
+    `tree` copied. A copy for the engine to rewrite: it replaces the files it writes, never writes into one
+    (`codemods/engine/tree_write.py`), as Python replaces the bytecode it writes."""
+    package = destination / tree.name
+    if package.exists():
+        shutil.rmtree(package)
+    shutil.copytree(tree, package, copy_function=_link_or_copy)
+    shutil.copyfile(tree.parent / "pyproject.toml", destination / "pyproject.toml")
+    return package
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copy2(source, target)
+
+
 def rewrite_copy(
     src: Path,
     work_dir: Path,
@@ -93,20 +113,41 @@ def rewrite_copy(
     paths: tuple[Path, ...] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     cache_dir: Path | None = None,
+    original: Path | None = None,
 ) -> ChangeSet:
     """Copy `src` twice under `work_dir` and apply every fix (unsafe ones included) to the second copy.
 
     With `cache_dir`, the engine reuses the scans an earlier run kept there, of this tree or of another
-    copy of it (the bot's planning run, the group verified before: codemods/engine/scan_keys.py)."""
+    copy of it (the bot's planning run, the group verified before: codemods/engine/scan_keys.py).
+    `original`: where several runs of one tree (the bot's groups) share its copy, made by the first of them, and
+    linked as `work_dir/original`: nothing writes there but the workers' bytecode, which the next run's workers
+    import instead of compiling the same modules again; the rewritten copy is then hard links to it (`linked_tree`),
+    the rewritten files' bytecode left out."""
     src = src.resolve()
-    original = copy_tree(src, work_dir / "original")
-    rewritten = copy_tree(src, work_dir / "rewritten")
+    linked = work_dir / "original"
+    if linked.is_symlink():  # an earlier run's link: never a folder to clear
+        linked.unlink()
+    if original is None:
+        original = copy_tree(src, linked)
+        rewritten = copy_tree(src, work_dir / "rewritten")
+    else:
+        if not (original / src.name).is_dir():
+            copy_tree(src, original)
+        shutil.rmtree(linked, ignore_errors=True)
+        linked.parent.mkdir(parents=True, exist_ok=True)
+        linked.symlink_to(original.resolve(), target_is_directory=True)
+        original = linked / src.name
+        rewritten = linked_tree(original, work_dir / "rewritten")
     targets = (rewritten,) if paths is None else tuple(rewritten / _relative(src, p) for p in paths)
     # The same fixes as the bot's plan: the tests a fix turns on are the verifier's to run (`turned_on_tests`).
     options = RunOptions(
         paths=targets, mode=Mode.WRITE, unsafe_fixes=True, select=select, cache_dir=cache_dir, opt_in=VERIFIED_OPT_INS
     )
     result = run(options, progress)
+    for path in map(Path, result.changes):
+        # Linked from the original's: checked by its source's size and mtime in seconds, it could pass a rewrite.
+        for stale in path.parent.glob(f"__pycache__/{path.stem}.*.pyc"):
+            stale.unlink()
     rewrites = []
     for path, (before, after) in sorted(result.changes.items()):
         relative = Path(path).relative_to(rewritten).as_posix()
