@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import os
 import shutil
 import subprocess
 import tempfile
@@ -52,12 +53,14 @@ class GitRemote:
             if ref.startswith(_HEADS):
                 heads[ref.removeprefix(_HEADS)] = sha
         loose = self.bare_repo / _HEADS
-        for path in loose.rglob("*"):
-            # Git writes `<name>.lock` and renames it into place; a push may delete a branch while we read.
-            if path.suffix == ".lock" or not path.is_file():
-                continue
-            with contextlib.suppress(FileNotFoundError):
-                heads[path.relative_to(loose).as_posix()] = path.read_text().strip()
+        # A push may delete a branch (and its folder) while we read: os.walk skips a folder that is gone.
+        for folder, _, names in os.walk(loose):
+            for name in names:
+                if name.endswith(".lock"):  # git writes `<name>.lock`, then renames it into place
+                    continue
+                path = Path(folder, name)
+                with contextlib.suppress(FileNotFoundError):
+                    heads[path.relative_to(loose).as_posix()] = path.read_text().strip()
         return heads
 
     def head_sha(self, branch: str) -> str | None:
