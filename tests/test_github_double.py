@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import github
@@ -87,6 +88,21 @@ def test_head_sha_follows_pushes_to_the_branch(github_double: GitHubDouble) -> N
     pushed = push_branch(github_double.bare_repo, "fix", {"a.py": "x = 2\n"})
 
     assert repo.get_pull(number).head.sha == pushed
+
+
+def test_head_sha_is_read_from_packed_refs_and_a_deleted_branch_is_gone(github_double: GitHubDouble) -> None:
+    bare_repo = github_double.bare_repo
+    push_branches(bare_repo, ["packed", "deleted"], {"a.py": "x = 1\n"})
+    # As `git gc` leaves a remote: every ref packed (`main` included); the next push writes a loose ref over one.
+    subprocess.run(["git", "--git-dir", str(bare_repo), "pack-refs", "--all"], check=True)
+    pushed = push_branch(bare_repo, "packed", {"a.py": "x = 2\n"})
+    subprocess.run(["git", "--git-dir", str(bare_repo), "branch", "--quiet", "-D", "deleted"], check=True)
+    repo = client(github_double).get_repo(REPO)
+
+    assert repo.create_pull(title="Fix", body="", head="packed", base="main").head.sha == pushed
+    with pytest.raises(github.GithubException) as raised:
+        repo.create_pull(title="Gone", body="", head="deleted", base="main")
+    assert raised.value.data["errors"] == [{"resource": "PullRequest", "field": "head", "code": "invalid"}]
 
 
 def test_labels_are_created_fetched_and_added_to_a_pull_request(github_double: GitHubDouble) -> None:

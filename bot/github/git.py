@@ -50,6 +50,8 @@ class Git:
         self.clone_url = clone_url
         self._token = token
         self._env = _git_env(clone_url, token)
+        # `origin/<branch>` -> commit, read in one git process after each fetch: the bot asks per group.
+        self._remote_heads: dict[str, str] | None = None
 
     # Plumbing
 
@@ -94,17 +96,23 @@ class Git:
         else:
             self.run("remote", "set-url", "origin", self.clone_url)
             self.run("fetch", "--quiet", "--prune", "--no-tags", "origin")
-        if self.remote_sha(base) is None:
+        self._remote_heads = None
+        base_sha = self.remote_sha(base)
+        if base_sha is None:
             raise GitError(f"the base branch {base!r} is not on {self.clone_url}")
-        return self.checkout(f"refs/remotes/origin/{base}")
+        self._check_out(base_sha)
+        return base_sha
 
     def checkout(self, revision: str) -> str:
         """Check out `revision` detached, dropping local edits and untracked files; returns its commit."""
         if not self.has_commit(revision):
             self.run("fetch", "--quiet", "--no-tags", "origin", revision)
+        self._check_out(revision)
+        return self.run("rev-parse", "HEAD")
+
+    def _check_out(self, revision: str) -> None:
         self.run("checkout", "--quiet", "--force", "--detach", revision)
         self.run("clean", "--quiet", "-ffdx")
-        return self.run("rev-parse", "HEAD")
 
     def has_commit(self, revision: str) -> bool:
         try:
@@ -114,11 +122,11 @@ class Git:
         return True
 
     def remote_sha(self, branch: str) -> str | None:
-        """The commit `origin/<branch>` pointed at when last fetched."""
-        try:
-            return self.run("rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{branch}")
-        except GitError:
-            return None
+        """The commit `origin/<branch>` pointed at when last fetched (or pushed from here)."""
+        if self._remote_heads is None:
+            listing = self.run("for-each-ref", "--format=%(refname:lstrip=3) %(objectname)", "refs/remotes/origin/")
+            self._remote_heads = dict(line.rsplit(" ", 1) for line in listing.splitlines())
+        return self._remote_heads.get(branch)
 
     def fork_point(self, base: str, branch: str) -> str:
         """The commit of `base` that `branch` was built on (their merge base)."""
@@ -164,10 +172,12 @@ class Git:
         ref = f"refs/heads/{self._own_branch(branch)}"
         lease = f"--force-with-lease={ref}:{expected or ''}"
         try:
+            # The clone's fetch refspec maps the branch, so a push that lands also moves `origin/<branch>`.
             self.run("push", "--porcelain", lease, "origin", f"{commit}:{ref}")
         except GitError as error:
             raise PushRejected(_push_reason(str(error))) from None
-        self.run("update-ref", f"refs/remotes/origin/{branch}", commit)
+        if self._remote_heads is not None:
+            self._remote_heads[branch] = commit
 
     def delete_branch(self, branch: str, expected: str) -> None:
         """Delete the bot's remote `branch`, only if it still points at `expected` (nobody pushed since)."""
@@ -176,7 +186,8 @@ class Git:
             self.run("push", "--porcelain", f"--force-with-lease={ref}:{expected}", "origin", f":{ref}")
         except GitError as error:
             raise PushRejected(_push_reason(str(error))) from None
-        self.run("update-ref", "-d", f"refs/remotes/origin/{branch}")
+        if self._remote_heads is not None:
+            self._remote_heads.pop(branch, None)
 
     @staticmethod
     def _own_branch(branch: str) -> str:

@@ -63,3 +63,19 @@ def test_commit_replaces_files_without_touching_the_work_tree(github_double: Git
     assert (tmp_path / "clone" / "README.md").read_text() == "# test repository\n"
     assert git.run("status", "--porcelain") == ""
     assert git.run("rev-parse", "HEAD") == head
+
+
+def test_a_push_and_a_delete_move_the_clones_remote_tracking_branch(
+    github_double: GitHubDouble, tmp_path: Path
+) -> None:
+    git = Git(tmp_path / "clone", str(github_double.bare_repo))
+    head = git.sync("main")
+    commit = git.commit_files(head, {"README.md": "changed\n"}, "Change\n", GitIdentity())
+
+    git.push(commit, "codemod/change", expected=None)
+    # A fresh view of the same clone: what git itself recorded, not what the first remembers.
+    pushed = Git(tmp_path / "clone", str(github_double.bare_repo)).remote_sha("codemod/change")
+    git.delete_branch("codemod/change", expected=commit)
+
+    assert (pushed, git.remote_sha("codemod/change")) == (commit, None)
+    assert Git(tmp_path / "clone", str(github_double.bare_repo)).remote_sha("codemod/change") is None

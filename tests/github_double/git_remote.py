@@ -7,7 +7,9 @@ the branch's current commit as `head.sha`; the double asks this bare repository 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
+import os
 import shutil
 import subprocess
 import tempfile
@@ -24,6 +26,8 @@ _GIT_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
 }
 
+_HEADS = "refs/heads/"
+
 
 def _git(*args: str, cwd: Path | None = None) -> str:
     result = subprocess.run(["git", *args], cwd=cwd, env=_GIT_ENV, check=True, capture_output=True, text=True)
@@ -37,24 +41,30 @@ class GitRemote:
         self.bare_repo = bare_repo
 
     def branch_heads(self) -> dict[str, str]:
-        """Every branch name mapped to the commit it points at (one git call for all)."""
-        listing = _git(
-            "--git-dir", str(self.bare_repo), "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads"
-        )
+        """Every branch name mapped to the commit it points at.
+
+        Read from the ref files as git reads them (packed refs, overridden by loose ones), not by a git process:
+        the double asks on most requests, and a process each was a tenth of the bot tests' git processes.
+        """
         heads: dict[str, str] = {}
-        for line in listing.splitlines():
-            name, sha = line.rsplit(" ", 1)
-            heads[name] = sha
+        packed = self.bare_repo / "packed-refs"
+        for line in packed.read_text().splitlines() if packed.is_file() else ():
+            sha, _, ref = line.partition(" ")
+            if ref.startswith(_HEADS):
+                heads[ref.removeprefix(_HEADS)] = sha
+        loose = self.bare_repo / _HEADS
+        # A push may delete a branch (and its folder) while we read: os.walk skips a folder that is gone.
+        for folder, _, names in os.walk(loose):
+            for name in names:
+                if name.endswith(".lock"):  # git writes `<name>.lock`, then renames it into place
+                    continue
+                path = Path(folder, name)
+                with contextlib.suppress(FileNotFoundError):
+                    heads[path.relative_to(loose).as_posix()] = path.read_text().strip()
         return heads
 
     def head_sha(self, branch: str) -> str | None:
-        result = subprocess.run(
-            ["git", "--git-dir", str(self.bare_repo), "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
-            env=_GIT_ENV,
-            capture_output=True,
-            text=True,
-        )
-        return result.stdout.strip() if result.returncode == 0 else None
+        return self.branch_heads().get(branch)
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """True when `descendant` adds no commits over `ancestor`'s history (GitHub's "No commits between")."""
