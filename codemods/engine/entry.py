@@ -50,7 +50,7 @@ def run(options: RunOptions, progress: Progress | None = None, inputs: RunInputs
     # Before any rule is imported: a check over unchanged inputs is only a lookup.
     if (known := inputs.known_result()) is not None:
         return known
-    config, files, results = inputs.config, inputs.files, inputs.results
+    config = inputs.config
     select = options.select if options.select is not None else config.select
     ignore = options.ignore if options.ignore is not None else config.ignore
     rules = select_rules(select, ignore)
@@ -62,14 +62,13 @@ def run(options: RunOptions, progress: Progress | None = None, inputs: RunInputs
     config = replace(config, opt_in=(*config.opt_in, *options.opt_in))
     check_opt_ins(config.opt_in)
     with InterruptWatch() as interrupts, _collector_paused():
-        current = _Run(options, config, rules, files, progress or (lambda *_: None), interrupts)
+        current = _Run(options, config, rules, inputs, progress or (lambda *_: None), interrupts)
         try:
             result = current.execute()
         except KeyboardInterrupt:
             raise RunInterrupted(current.interrupted_line()) from None
         del current  # freed before the collector is back, whose first collection would walk every scan again
-    if results is not None:
-        results.put(result)
+    inputs.keep(result)
     return result
 
 
@@ -94,7 +93,7 @@ class _Run:
         options: RunOptions,
         config: Config,
         rules: list[Rule],
-        files: list[Path],
+        inputs: RunInputs,
         progress: Progress,
         interrupts: InterruptWatch,
     ):
@@ -103,16 +102,16 @@ class _Run:
         self.rules = rules
         self.rule_by_code = {rule.code: rule for rule in rules}
         self.progress = progress
-        self.files = [str(f) for f in files]
+        self.files = [str(f) for f in inputs.files]
         self.in_run = frozenset(self.files)
-        root_of_directory = package_roots({file.parent for file in files})  # each directory looked at once
-        self.roots: dict[str, Path | None] = {str(file): root_of_directory[file.parent] for file in files}
+        root_of_directory = package_roots({file.parent for file in inputs.files})  # each directory looked at once
+        self.roots: dict[str, Path | None] = {str(file): root_of_directory[file.parent] for file in inputs.files}
         self.modules = {path: module_name(Path(path), root) for path, root in self.roots.items()}
         self.trees = {root: TreeInfo.of(root, config.line_length, config.opt_in) for root in set(self.roots.values())}
         self.codes = tuple(rule.code for rule in rules)
         self.keys = ScanKeys(self.trees)
         # Not the rule selection: a file's scan holds each rule's findings apart (see codemods.engine.scan).
-        self.cache = ScanCache(options.cache_dir, self.keys.cache_name)
+        self.cache = ScanCache(options.cache_dir, self.keys.cache_name, inputs.digests)
         self.stats = ScanStats()
         self.used_cache_keys: set[str] = set()
         self.jobs = options.jobs or os.cpu_count() or 1
@@ -182,7 +181,7 @@ class _Run:
         unreadable_scans: dict[str, Scan] = {}
         for path in self.files:
             try:
-                digests[path] = self.keys.key(path, self.cache.file_digest(path))
+                digests[path] = self.keys.key(path, self.cache.digests.of(path))
             except OSError as error:
                 unreadable_scans[path] = unreadable(path, error).select(self.codes)
         return digests, unreadable_scans

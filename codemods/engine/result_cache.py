@@ -1,7 +1,7 @@
 """A whole `--check` result, kept by the digests of everything it was computed from.
 
 A warm run over an unchanged tree then does no analysis at all: it stats the files (their digests
-come from the scan cache's (size, mtime_ns) index), finds the result, and never imports a rule.
+come from the cache's (size, mtime_ns) index, `FileDigests`), finds the result, and never imports a rule.
 The key is conservative: anything the engine reads to produce the result is in it, and a key
 that differs only in a way that cannot matter is merely a miss:
 - the tool's own source (`tool_digest`), the run's options and the loaded configuration (which
@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemods.engine.cache import ResultStore, ScanCache, content_digest, tool_digest
+from codemods.engine.cache import FileDigests, ResultStore, content_digest, tool_digest
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
 from codemods.findings import Finding
 from codemods.project.config import Config
@@ -39,18 +39,18 @@ _MAX_RESULTS = 16
 class ResultCache:
     """The result of one check, if an earlier run computed it from the same inputs."""
 
-    def __init__(self, directory: Path, options: RunOptions, config: Config, files: list[Path]) -> None:
-        self._digests = ScanCache(directory, "results")  # for its index of file digests only
+    def __init__(self, directory: Path, options: RunOptions, config: Config, files: list[Path], digests: FileDigests):
+        self._digests = digests
         self._store = ResultStore(directory, keep=_MAX_RESULTS)
         self.key = self._key(options, config, files)
 
     @classmethod
-    def of(cls, options: RunOptions, config: Config, files: list[Path]) -> ResultCache | None:
+    def of(cls, options: RunOptions, config: Config, files: list[Path], digests: FileDigests) -> ResultCache | None:
         """The cache for a check that uses one; None for any other run (and when an input cannot be read)."""
         if options.mode is not Mode.CHECK or options.cache_dir is None:
             return None
         try:
-            return cls(options.cache_dir, options, config, files)
+            return cls(options.cache_dir, options, config, files, digests)
         except OSError:
             return None  # the run reports what it cannot read
 
@@ -69,14 +69,13 @@ class ResultCache:
             result, rules=[], findings=_without_extra(result.findings), skipped=_without_extra(result.skipped)
         )
         self._store.put(self.key, (kept, tuple(rule.code for rule in result.rules)))
-        self._digests.save(set())
 
     def _key(self, options: RunOptions, config: Config, files: list[Path]) -> str:
         parts = [f"{tool_digest()}|{replace(options, jobs=0, cache_dir=None)!r}|{config!r}|{Path.cwd()}".encode()]
         if config.pyproject is not None:
             parts.append(config.pyproject.read_bytes())
         inputs = sorted(self._inputs(files, options.context))
-        parts.append("".join(f"\0{path}\0{self._digests.file_digest(path)}" for path in inputs).encode())
+        parts.append("".join(f"\0{path}\0{self._digests.of(path)}" for path in inputs).encode())
         return content_digest(b"".join(parts))
 
     @staticmethod
