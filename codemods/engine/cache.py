@@ -80,6 +80,12 @@ def cache_directory(paths: Iterable[Path]) -> Path:
     return Path(override) if override else project_root(paths) / CACHE_DIRECTORY_NAME
 
 
+def file_state(path: str) -> tuple[int, int]:
+    """(size, mtime_ns): what changes when a file does (the cache's index trusts it as git's does)."""
+    status = os.stat(path)
+    return status.st_size, status.st_mtime_ns
+
+
 class FileDigests:
     """Each file's `content_digest` as a run first sees it, read and hashed only where its size or mtime changed since
     an earlier run (kept in `directory`, if any). One per run: every key the run makes of a file names the same bytes."""
@@ -96,17 +102,26 @@ class FileDigests:
         seen = self._seen.get(path)
         if seen is not None:
             return seen
-        status = os.stat(path)  # before reading: a file changed after it is a new (size, mtime_ns), never this digest
+        state = file_state(path)  # before reading: a file changed after it is a new state, never this digest
         known = self._stats.get(path)
-        if known is not None and known[:2] == (status.st_size, status.st_mtime_ns):
-            value = known[2]
-        else:
-            with open(path, "rb") as handle:
-                value = content_digest(handle.read())
-            self._stats[path] = (status.st_size, status.st_mtime_ns, value)
+        if known is not None and known[:2] == state:
+            self._seen[path] = known[2]
+            return known[2]
+        with open(path, "rb") as handle:
+            return self.seen(path, (*state, content_digest(handle.read())))
+
+    def seen(self, path: str, reading: tuple[int, int, str]) -> str:
+        """The digest of `path` as the run first read it, `reading` (size, mtime_ns, digest) where that was this one
+        (a worker's, of the bytes it scanned)."""
+        if path not in self._seen:
+            self._stats[path] = reading
+            self._seen[path] = reading[2]
             self._dirty = True
-        self._seen[path] = value
-        return value
+        return self._seen[path]
+
+    def state(self, path: str) -> tuple[int, int]:
+        """(size, mtime_ns) of `path` when the run read its digest (`of` or `seen` first)."""
+        return self._stats[path][:2]
 
     def save(self) -> None:
         if self._path is None or not self._dirty:
@@ -135,6 +150,11 @@ class ScanCache:
     @cached_property
     def _scans(self) -> dict[str, Any]:
         return _load(self._scans_path, {}) if self._scans_path is not None else {}
+
+    @property
+    def empty(self) -> bool:
+        """Whether there is nothing to look up (a first run): its scans' keys can wait for the files' digests."""
+        return not self._scans
 
     def get(self, key: str) -> Any | None:
         return self._scans.get(key)
@@ -185,6 +205,13 @@ class ResultStore:
     def __init__(self, directory: Path, keep: int) -> None:
         self._directory = directory
         self._keep = keep
+
+    @property
+    def empty(self) -> bool:
+        try:
+            return not any(name.startswith("result-") for name in os.listdir(self._directory))
+        except OSError:
+            return True  # no directory yet
 
     def get(self, key: str) -> Any | None:
         return _load(self._directory / f"result-{key}.pickle", None)

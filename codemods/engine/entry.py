@@ -12,20 +12,19 @@ is then finished.
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 from codemods.engine.cache import ScanCache, content_digest
+from codemods.engine.collector import collector_paused
 from codemods.engine.copy_declines import copy_decline
 from codemods.engine.interrupts import InterruptWatch
 from codemods.engine.read_ahead import ReadAhead
 from codemods.engine.run_inputs import RunInputs
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
-from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
+from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_digested_scan_job, run_scan_job
 from codemods.engine.scan_keys import ScanKeys
 from codemods.engine.tree_write import PlannedWrite, TreeWrite, interrupted_line
 from codemods.engine.worker_pool import in_workers
@@ -61,7 +60,7 @@ def run(options: RunOptions, progress: Progress | None = None, inputs: RunInputs
         )
     config = replace(config, opt_in=(*config.opt_in, *options.opt_in))
     check_opt_ins(config.opt_in)
-    with InterruptWatch() as interrupts, _collector_paused():
+    with InterruptWatch() as interrupts, collector_paused():
         current = _Run(options, config, rules, inputs, progress or (lambda *_: None), interrupts)
         try:
             result = current.execute()
@@ -70,21 +69,6 @@ def run(options: RunOptions, progress: Progress | None = None, inputs: RunInputs
         del current  # freed before the collector is back, whose first collection would walk every scan again
     inputs.keep(result)
     return result
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    # A run builds millions of objects that all live to its end (every file's scan, the index): each full
-    # collection walks all of them again and frees none, 0.3 s of a cold check of a diffusers checkout in this
-    # process alone, all of it between the workers' scans and the report. What cycles a run makes are few and
-    # small (fixes are planned and applied on values); they are collected once the collector is back.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
 
 
 class _Run:
@@ -132,9 +116,7 @@ class _Run:
         from codemods.analysis.models.frequency import grouped_patterns
 
         result = RunResult(self.options.mode, self.rules, len(self.files), scan_stats=self.stats)
-        digests, unreadable_scans = self.digest_files()
-        scans = {**unreadable_scans, **self.scan_files({path: (key, None) for path, key in digests.items()}, "scan")}
-        scans = {path: scans[path] for path in self.files}  # in path order, however they were computed
+        scans = self.scan_files({path: (key, None) for path, key in self.digest_files().items()}, "scan")
         loose = [Path(path) for path, root in self.roots.items() if root is None]
         index = ProjectIndex(
             {root for root in self.roots.values() if root} | set(loose),
@@ -172,19 +154,19 @@ class _Run:
         """The findings the run may fix, and those in files it may not change (counted in the summary, never fixed)."""
         return [f for f in findings if f.path not in self.frozen], [f for f in findings if f.path in self.frozen]
 
-    def digest_files(self) -> tuple[dict[str, str | None], dict[str, Scan]]:
-        """Each file's scan key (none where the cache is the run's alone: it starts empty and ends with the run, so a
-        key would find nothing and keep nothing anyone asks for), and the scans of the files that cannot be read."""
-        if not self.cache.outlives_run:
-            return dict.fromkeys(self.files), {}  # an unreadable file's scan, which cannot read it, says so
-        digests: dict[str, str | None] = {}
-        unreadable_scans: dict[str, Scan] = {}
+    def digest_files(self) -> dict[str, str | None]:
+        """Each file's scan key: none where the cache is the run's alone (it starts empty and ends with the run, so a
+        key would find nothing and keep nothing anyone asks for), nor yet where it is empty (the workers digest what
+        they scan: `keyed`), nor where the file cannot be read (its scan, which cannot read it either, says so)."""
+        if not self.cache.outlives_run or self.cache.empty:
+            return dict.fromkeys(self.files)
+        keys: dict[str, str | None] = {}
         for path in self.files:
             try:
-                digests[path] = self.keys.key(path, self.cache.digests.of(path))
-            except OSError as error:
-                unreadable_scans[path] = unreadable(path, error).select(self.codes)
-        return digests, unreadable_scans
+                keys[path] = self.keys.key(path, self.cache.digests.of(path))
+            except OSError:
+                keys[path] = None
+        return keys
 
     def scan_files(self, files: dict[str, tuple[str | None, str | None]], phase: str) -> dict[str, Scan]:
         """Each file's scan under the selected rules, `files` being path -> (scan key or None, text or None to
@@ -207,10 +189,12 @@ class _Run:
         pending.sort(key=lambda job: -job.size())
         self.progress(phase, len(known), len(files))
         ahead = ReadAhead(self.rules, self.cache.file_memo) if phase == "scan" and self.parallel(pending) else None
-        for scan in self.map(run_scan_job, pending, phase, already=len(known), total=len(files)):
+        keyed_later = self.cache.outlives_run and all(key is None for key, _ in files.values())
+        scan_job = run_digested_scan_job if keyed_later else run_scan_job
+        for scanned in self.map(scan_job, pending, phase, already=len(known), total=len(files)):
+            scan, key = self.keyed(*scanned) if keyed_later else (scanned, files[scanned.path][0])
             if ahead is not None:
                 ahead.scanned(scan)
-            key = files[scan.path][0]
             known[scan.path] = partly[scan.path].merged(scan) if scan.path in partly else scan
             if scan.cacheable and key is not None:
                 self.cache.put(key, known[scan.path])
@@ -218,6 +202,14 @@ class _Run:
             self.stats.rule_results_computed += len(scan.rules)
         self.used_cache_keys.update(key for key, _ in files.values() if key is not None)
         return {path: known[path].select(self.codes) for path in files}
+
+    def keyed(self, scan: FileScan, reading: tuple[int, int, str] | None) -> tuple[FileScan, str | None]:
+        """A scan a worker digested the file of, and its key (None where the file could not be read)."""
+        if reading is None:
+            return scan, None
+        key = self.keys.key(scan.path, self.cache.digests.seen(scan.path, reading))
+        self.used_cache_keys.add(key)
+        return scan, key
 
     def scan_texts(self, texts: dict[str, str]) -> dict[str, Scan]:
         """Scans of rewritten texts, keyed (and cached) as the scans of the files once written (UTF-8)."""

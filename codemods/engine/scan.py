@@ -12,10 +12,12 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cache
+from pathlib import Path
 
+from codemods.engine.cache import content_digest, file_state
 from codemods.findings import FileError, Finding
 from codemods.project.facts import FileFacts, extract_facts
-from codemods.project.files import SourceDecodeError, read_source
+from codemods.project.files import SourceDecodeError, decode_source
 from codemods.project.index import TreeInfo
 from codemods.rules import select_rules
 from codemods.rules.base import Rule
@@ -96,9 +98,26 @@ def run_scan_job(job: ScanJob) -> FileScan:
     if job.text is not None:
         return scan_text(job.path, job.module, job.text, job.tree, _rules(job.rule_codes))
     try:
-        text = read_source(job.path).text
+        data = Path(job.path).read_bytes()
     except OSError as error:
         return unreadable(job.path, error)
+    return _scan_bytes(job, data)
+
+
+def run_digested_scan_job(job: ScanJob) -> tuple[FileScan, tuple[int, int, str] | None]:
+    """`run_scan_job` of the file on disk, and the reading its bytes were (size, mtime_ns from before they were read,
+    their `content_digest`; None where the file cannot be read): the key of a scan no one looked up before."""
+    try:
+        state = file_state(job.path)
+        data = Path(job.path).read_bytes()
+    except OSError as error:
+        return unreadable(job.path, error), None
+    return _scan_bytes(job, data), (*state, content_digest(data))
+
+
+def _scan_bytes(job: ScanJob, data: bytes) -> FileScan:
+    try:
+        text = decode_source(data)[0]
     except SourceDecodeError as error:
         return FileScan(job.path, None, FileError(job.path, str(error)))
     return scan_text(job.path, job.module, text, job.tree, _rules(job.rule_codes))
