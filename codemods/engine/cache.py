@@ -140,6 +140,7 @@ class ScanCache:
         self._scans_path = directory / f"scan-{_cache_name(key)}.pickle" if directory else None
         self.digests = digests
         self._dirty = False
+        self._values: dict[str, Any] = {}  # entries this run put or read, as objects
         self._memo_keys: set[str] = set()  # `file_memo` entries this run asked for: kept like its scans
 
     @property
@@ -148,19 +149,27 @@ class ScanCache:
         return self._directory is not None
 
     @cached_property
-    def _scans(self) -> dict[str, Any]:
+    def _stored(self) -> dict[str, bytes]:
+        """Each entry pickled alone, as kept: a worker pickles the scan it makes, and saving only writes the bytes."""
         return _load(self._scans_path, {}) if self._scans_path is not None else {}
 
     @property
     def empty(self) -> bool:
         """Whether there is nothing to look up (a first run): its scans' keys can wait for the files' digests."""
-        return not self._scans
+        return not self._stored
 
     def get(self, key: str) -> Any | None:
-        return self._scans.get(key)
+        if key not in self._values:
+            try:
+                self._values[key] = pickle.loads(self._stored[key])
+            except (KeyError, *_UNREADABLE):
+                return None  # a missing or stale entry is a miss
+        return self._values[key]
 
-    def put(self, key: str, value: Any) -> None:
-        self._scans[key] = value
+    def put(self, key: str, value: Any, pickled: bytes | None = None) -> None:
+        """`value` kept under `key`; `pickled`, where given, is `value` as `pickle_entry` made it."""
+        self._values[key] = value
+        self._stored[key] = pickled if pickled is not None else pickle_entry(value)
         self._dirty = True
 
     def memo_key(self, path: str, kind: str) -> str:
@@ -175,19 +184,19 @@ class ScanCache:
 
         try:
             key = self.memo_key(path, kind)
-            if key not in self._scans:
+            if key not in self._values and key not in self._stored:
                 with open(path, "rb") as handle:
                     self.put(key, compute(memo_text(handle.read())))
         except OSError:
             return None
-        return self._scans[key]
+        return self.get(key)
 
     def save(self, keep: set[str]) -> None:
         if self._scans_path is None or not self._dirty:
             return
         keep = keep | self._memo_keys
-        scans = {k: v for k, v in self._scans.items() if k in keep}
-        for k, v in self._scans.items():
+        scans = {k: v for k, v in self._stored.items() if k in keep}
+        for k, v in self._stored.items():
             if len(scans) >= _MAX_SCANS:
                 break
             scans.setdefault(k, v)
@@ -225,6 +234,11 @@ class ResultStore:
                 stale.unlink()
         except OSError:
             pass  # as for scans: a read-only checkout only loses the next run's head start
+
+
+def pickle_entry(value: Any) -> bytes:
+    """`value` as the scan cache keeps it."""
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _cache_name(key: str) -> str:

@@ -13,6 +13,7 @@ is then finished.
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -24,7 +25,7 @@ from codemods.engine.interrupts import InterruptWatch
 from codemods.engine.read_ahead import ReadAhead
 from codemods.engine.run_inputs import RunInputs
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
-from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_digested_scan_job, run_scan_job
+from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_kept_scan_job, run_scan_job
 from codemods.engine.scan_keys import ScanKeys
 from codemods.engine.tree_write import PlannedWrite, TreeWrite, interrupted_line
 from codemods.engine.worker_pool import in_workers
@@ -174,6 +175,7 @@ class _Run:
         known: dict[str, FileScan] = {}
         partly: dict[str, FileScan] = {}  # cached with some of the selected rules' results missing
         pending: list[ScanJob] = []
+        keeps = self.cache.outlives_run
         for path, (key, text) in files.items():
             cached = self.keys.reused(self.cache.get(key), path) if key is not None else None
             missing = cached.missing(self.codes) if cached is not None else self.codes
@@ -184,32 +186,36 @@ class _Run:
                     continue
                 partly[path] = cached
             root = self.roots[path]
-            pending.append(ScanJob(path, self.modules[path], self.trees[root], missing, text))
+            pending.append(ScanJob(path, self.modules[path], self.trees[root], missing, text, keeps and key is None))
         # Largest first, in small chunks: the workers then finish together (no one left with the big files).
         pending.sort(key=lambda job: -job.size())
         self.progress(phase, len(known), len(files))
         ahead = ReadAhead(self.rules, self.cache.file_memo) if phase == "scan" and self.parallel(pending) else None
-        keyed_later = self.cache.outlives_run and all(key is None for key, _ in files.values())
-        scan_job = run_digested_scan_job if keyed_later else run_scan_job
-        for scanned in self.map(scan_job, pending, phase, already=len(known), total=len(files)):
-            scan, key = self.keyed(*scanned) if keyed_later else (scanned, files[scanned.path][0])
+        scan_job = run_kept_scan_job if keeps else run_scan_job
+        for done in self.map(scan_job, pending, phase, already=len(known), total=len(files)):
+            pickled, reading = done if keeps else (None, None)
+            scan = pickle.loads(pickled) if pickled is not None else done
+            key = files[scan.path][0] or self.reading_key(scan.path, reading)
             if ahead is not None:
                 ahead.scanned(scan)
-            known[scan.path] = partly[scan.path].merged(scan) if scan.path in partly else scan
+            if scan.path in partly:  # what is kept is the merged scan, not the worker's
+                known[scan.path], pickled = partly[scan.path].merged(scan), None
+            else:
+                known[scan.path] = scan
             if scan.cacheable and key is not None:
-                self.cache.put(key, known[scan.path])
+                self.cache.put(key, known[scan.path], pickled)
             self.stats.files_parsed += 1
             self.stats.rule_results_computed += len(scan.rules)
         self.used_cache_keys.update(key for key, _ in files.values() if key is not None)
         return {path: known[path].select(self.codes) for path in files}
 
-    def keyed(self, scan: FileScan, reading: tuple[int, int, str] | None) -> tuple[FileScan, str | None]:
-        """A scan a worker digested the file of, and its key (None where the file could not be read)."""
+    def reading_key(self, path: str, reading: tuple[int, int, str] | None) -> str | None:
+        """The key of a scan of `reading`, a worker's reading of the file (none where it could not read it)."""
         if reading is None:
-            return scan, None
-        key = self.keys.key(scan.path, self.cache.digests.seen(scan.path, reading))
+            return None
+        key = self.keys.key(path, self.cache.digests.seen(path, reading))
         self.used_cache_keys.add(key)
-        return scan, key
+        return key
 
     def scan_texts(self, texts: dict[str, str]) -> dict[str, Scan]:
         """Scans of rewritten texts, keyed (and cached) as the scans of the files once written (UTF-8)."""
