@@ -12,7 +12,8 @@ Files in the cache directory (which carries a `.gitignore`, like ruff's):
   unchanged file is neither read nor hashed (git's index does the same), one for every run of the tool
   (`FileDigests`: a check's whole-result key and its scans' keys read the same digests);
 - `scan-*.pickle`: each file's scan by its place in its tree + content digest (copies of a tree share them:
-  codemods/engine/scan_keys.py), and the applied fixes;
+  codemods/engine/scan_keys.py), and the applied fixes, each entry pickled alone (a scan by the worker that made
+  it, so saving only writes bytes);
 - `result-*.pickle`, one per whole check result.
 The directory is `.codemod_cache/` at the project root of the paths run on (see `cache_directory`).
 """

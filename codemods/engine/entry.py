@@ -158,7 +158,7 @@ class _Run:
     def digest_files(self) -> dict[str, str | None]:
         """Each file's scan key: none where the cache is the run's alone (it starts empty and ends with the run, so a
         key would find nothing and keep nothing anyone asks for), nor yet where it is empty (the workers digest what
-        they scan: `keyed`), nor where the file cannot be read (its scan, which cannot read it either, says so)."""
+        they scan: `reading_key`), nor where the file cannot be read (its scan, which cannot read it either, says so)."""
         if not self.cache.outlives_run or self.cache.empty:
             return dict.fromkeys(self.files)
         keys: dict[str, str | None] = {}
