@@ -170,8 +170,9 @@ class ScanCache:
     def put(self, key: str, value: Any, pickled: bytes | None = None) -> None:
         """`value` kept under `key`; `pickled`, where given, is `value` as `pickle_entry` made it."""
         self._values[key] = value
-        self._stored[key] = pickled if pickled is not None else pickle_entry(value)
-        self._dirty = True
+        if self.outlives_run:  # the run's own cache is never saved: nothing to pickle
+            self._stored[key] = pickled if pickled is not None else pickle_entry(value)
+            self._dirty = True
 
     def memo_key(self, path: str, kind: str) -> str:
         """Where `file_memo` keeps `kind` of the file as it is now (kept by `save` with this run's scans)."""
