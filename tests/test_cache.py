@@ -275,3 +275,23 @@ def test_a_change_to_the_context_package_is_a_miss(tmp_path: Path) -> None:
     first, warm = reused(), reused()
     (context / "models.py").write_text("class Model:\n    sample = 1\n")
     assert (first, warm, reused()) == (False, True, False)
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_first_run_keeps_its_result_only_where_no_input_changed_after_it_began(
+    package: Path, tmp_path: Path, edited: bool
+) -> None:
+    # A first run (an empty cache) makes its result's key at its end, of the digests its workers made as they read.
+    cache = tmp_path / "cache"
+    options = RunOptions(context=installed_diffusers(), paths=(package,), mode=Mode.CHECK, jobs=2, cache_dir=cache)
+    changed = sorted(package.glob("*.py"))[1]
+
+    def edit_before_the_scan(phase: str, done: int, total: int) -> None:
+        if edited and (phase, done) == ("scan", 0):
+            changed.write_text(changed.read_text() + "\n# edited once the run had begun\n")
+
+    first = run(options, edit_before_the_scan)
+    second = run(options)
+    assert len(first.findings) > 3
+    assert (len(list(cache.glob("result-*.pickle"))), second.scan_stats.result_reused) == (1, not edited)
+    assert second.scan_stats.files_parsed == 0  # the scans the first run's workers keyed are the ones it looks up

@@ -9,9 +9,11 @@ the check read: codemods/engine/result_cache.py).
 
 Files in the cache directory (which carries a `.gitignore`, like ruff's):
 - `index-*.pickle`, small, always read: each file's content digest by (size, mtime_ns), so an
-  unchanged file is neither read nor hashed (git's index does the same);
+  unchanged file is neither read nor hashed (git's index does the same), one for every run of the tool
+  (`FileDigests`: a check's whole-result key and its scans' keys read the same digests);
 - `scan-*.pickle`: each file's scan by its place in its tree + content digest (copies of a tree share them:
-  codemods/engine/scan_keys.py), and the applied fixes;
+  codemods/engine/scan_keys.py), and the applied fixes, each entry pickled alone (a scan by the worker that made
+  it, so saving only writes bytes);
 - `result-*.pickle`, one per whole check result.
 The directory is `.codemod_cache/` at the project root of the paths run on (see `cache_directory`).
 """
@@ -79,17 +81,68 @@ def cache_directory(paths: Iterable[Path]) -> Path:
     return Path(override) if override else project_root(paths) / CACHE_DIRECTORY_NAME
 
 
+def file_state(path: str) -> tuple[int, int]:
+    """(size, mtime_ns): what changes when a file does (the cache's index trusts it as git's does)."""
+    status = os.stat(path)
+    return status.st_size, status.st_mtime_ns
+
+
+class FileDigests:
+    """Each file's `content_digest` as a run first sees it, read and hashed only where its size or mtime changed since
+    an earlier run (kept in `directory`, if any). One per run: every key the run makes of a file names the same bytes."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self._path = directory / f"index-{_cache_name('digests')}.pickle" if directory else None
+        # path -> (size, mtime_ns, content digest)
+        self._stats: dict[str, tuple[int, int, str]] = _load(self._path, {}) if self._path else {}
+        self._seen: dict[str, str] = {}
+        self._dirty = False
+
+    def of(self, path: str) -> str:
+        """The `content_digest` of `path` (OSError where it cannot be read)."""
+        seen = self._seen.get(path)
+        if seen is not None:
+            return seen
+        state = file_state(path)  # before reading: a file changed after it is a new state, never this digest
+        known = self._stats.get(path)
+        if known is not None and known[:2] == state:
+            self._seen[path] = known[2]
+            return known[2]
+        with open(path, "rb") as handle:
+            return self.seen(path, (*state, content_digest(handle.read())))
+
+    def seen(self, path: str, reading: tuple[int, int, str]) -> str:
+        """The digest of `path` as the run first read it, `reading` (size, mtime_ns, digest) where that was this one
+        (a worker's, of the bytes it scanned)."""
+        if path not in self._seen:
+            self._stats[path] = reading
+            self._seen[path] = reading[2]
+            self._dirty = True
+        return self._seen[path]
+
+    def state(self, path: str) -> tuple[int, int]:
+        """(size, mtime_ns) of `path` when the run read its digest (`of` or `seen` first)."""
+        return self._stats[path][:2]
+
+    def save(self) -> None:
+        if self._path is None or not self._dirty:
+            return
+        try:
+            _prepare(self._path.parent)
+            _dump(self._path, dict(list(self._stats.items())[-_MAX_SCANS:]))
+        except OSError:
+            pass  # as for scans: a read-only checkout only loses the next run's head start
+        self._dirty = False
+
+
 class ScanCache:
-    def __init__(self, directory: Path | None, key: str) -> None:
+    def __init__(self, directory: Path | None, key: str, digests: FileDigests) -> None:
         self._directory = directory
-        name = blake2b(f"{tool_digest()}|{key}".encode(), digest_size=12).hexdigest()
-        self._index_path = directory / f"index-{name}.pickle" if directory else None
-        self._scans_path = directory / f"scan-{name}.pickle" if directory else None
-        self._stats: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime_ns, content digest)
-        self._dirty: set[str] = set()
+        self._scans_path = directory / f"scan-{_cache_name(key)}.pickle" if directory else None
+        self.digests = digests
+        self._dirty = False
+        self._values: dict[str, Any] = {}  # entries this run put or read, as objects
         self._memo_keys: set[str] = set()  # `file_memo` entries this run asked for: kept like its scans
-        if self._index_path is not None:
-            self._stats = _load(self._index_path, {})
 
     @property
     def outlives_run(self) -> bool:
@@ -97,31 +150,33 @@ class ScanCache:
         return self._directory is not None
 
     @cached_property
-    def _scans(self) -> dict[str, Any]:
+    def _stored(self) -> dict[str, bytes]:
+        """Each entry pickled alone, as kept: a worker pickles the scan it makes, and saving only writes the bytes."""
         return _load(self._scans_path, {}) if self._scans_path is not None else {}
 
-    def file_digest(self, path: str) -> str:
-        """The `content_digest` of `path`, read and hashed only if its size or mtime changed since last time."""
-        status = os.stat(path)
-        known = self._stats.get(path)
-        if known is not None and known[:2] == (status.st_size, status.st_mtime_ns):
-            return known[2]
-        with open(path, "rb") as handle:
-            value = content_digest(handle.read())
-        self._stats[path] = (status.st_size, status.st_mtime_ns, value)
-        self._dirty.add("index")
-        return value
+    @property
+    def empty(self) -> bool:
+        """Whether there is nothing to look up (a first run): its scans' keys can wait for the files' digests."""
+        return not self._stored
 
     def get(self, key: str) -> Any | None:
-        return self._scans.get(key)
+        if key not in self._values:
+            try:
+                self._values[key] = pickle.loads(self._stored[key])
+            except (KeyError, *_UNREADABLE):
+                return None  # a missing or stale entry is a miss
+        return self._values[key]
 
-    def put(self, key: str, value: Any) -> None:
-        self._scans[key] = value
-        self._dirty.add("scans")
+    def put(self, key: str, value: Any, pickled: bytes | None = None) -> None:
+        """`value` kept under `key`; `pickled`, where given, is `value` as `pickle_entry` made it."""
+        self._values[key] = value
+        if self.outlives_run:  # the run's own cache is never saved: nothing to pickle
+            self._stored[key] = pickled if pickled is not None else pickle_entry(value)
+            self._dirty = True
 
     def memo_key(self, path: str, kind: str) -> str:
         """Where `file_memo` keeps `kind` of the file as it is now (kept by `save` with this run's scans)."""
-        key = f"{kind}:{self.file_digest(path)}"
+        key = f"{kind}:{self.digests.of(path)}"
         self._memo_keys.add(key)
         return key
 
@@ -131,34 +186,28 @@ class ScanCache:
 
         try:
             key = self.memo_key(path, kind)
-            if key not in self._scans:
+            if key not in self._values and key not in self._stored:
                 with open(path, "rb") as handle:
                     self.put(key, compute(memo_text(handle.read())))
         except OSError:
             return None
-        return self._scans[key]
+        return self.get(key)
 
     def save(self, keep: set[str]) -> None:
-        if self._directory is None or not self._dirty:
+        if self._scans_path is None or not self._dirty:
             return
+        keep = keep | self._memo_keys
+        scans = {k: v for k, v in self._stored.items() if k in keep}
+        for k, v in self._stored.items():
+            if len(scans) >= _MAX_SCANS:
+                break
+            scans.setdefault(k, v)
         try:
-            self._directory.mkdir(parents=True, exist_ok=True)
-            gitignore = self._directory / ".gitignore"
-            if not gitignore.exists():
-                gitignore.write_text("# Created by diffusers-codemod.\n*\n")
-            if "scans" in self._dirty:
-                keep = keep | self._memo_keys
-                scans = {k: v for k, v in self._scans.items() if k in keep}
-                for k, v in self._scans.items():
-                    if len(scans) >= _MAX_SCANS:
-                        break
-                    scans.setdefault(k, v)
-                _dump(self._scans_path, scans)
-            if "index" in self._dirty:
-                _dump(self._index_path, dict(list(self._stats.items())[-_MAX_SCANS:]))
+            _prepare(self._scans_path.parent)
+            _dump(self._scans_path, scans)
         except OSError:
             pass  # a read-only checkout still gets its findings, only slower next time
-        self._dirty.clear()
+        self._dirty = False
 
 
 class ResultStore:
@@ -167,6 +216,13 @@ class ResultStore:
     def __init__(self, directory: Path, keep: int) -> None:
         self._directory = directory
         self._keep = keep
+
+    @property
+    def empty(self) -> bool:
+        try:
+            return not any(name.startswith("result-") for name in os.listdir(self._directory))
+        except OSError:
+            return True  # no directory yet
 
     def get(self, key: str) -> Any | None:
         return _load(self._directory / f"result-{key}.pickle", None)
@@ -180,6 +236,24 @@ class ResultStore:
                 stale.unlink()
         except OSError:
             pass  # as for scans: a read-only checkout only loses the next run's head start
+
+
+def pickle_entry(value: Any) -> bytes:
+    """`value` as the scan cache keeps it."""
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _cache_name(key: str) -> str:
+    """The name of the files kept for `key`: a cache made by other code is never read."""
+    return blake2b(f"{tool_digest()}|{key}".encode(), digest_size=12).hexdigest()
+
+
+def _prepare(directory: Path) -> None:
+    """The cache directory, made if missing, with a `.gitignore` that keeps all of it out of git."""
+    directory.mkdir(parents=True, exist_ok=True)
+    gitignore = directory / ".gitignore"
+    if not gitignore.exists():
+        gitignore.write_text("# Created by diffusers-codemod.\n*\n")
 
 
 def _load(path: Path, empty: Any) -> Any:

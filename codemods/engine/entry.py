@@ -12,20 +12,20 @@ is then finished.
 
 from __future__ import annotations
 
-import gc
 import os
+import pickle
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 from codemods.engine.cache import ScanCache, content_digest
+from codemods.engine.collector import collector_paused
 from codemods.engine.copy_declines import copy_decline
 from codemods.engine.interrupts import InterruptWatch
 from codemods.engine.read_ahead import ReadAhead
 from codemods.engine.run_inputs import RunInputs
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
-from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_scan_job, unreadable
+from codemods.engine.scan import FileScan, Scan, ScanJob, file_facts, run_kept_scan_job, run_scan_job
 from codemods.engine.scan_keys import ScanKeys
 from codemods.engine.tree_write import PlannedWrite, TreeWrite, interrupted_line
 from codemods.engine.worker_pool import in_workers
@@ -50,7 +50,7 @@ def run(options: RunOptions, progress: Progress | None = None, inputs: RunInputs
     # Before any rule is imported: a check over unchanged inputs is only a lookup.
     if (known := inputs.known_result()) is not None:
         return known
-    config, files, results = inputs.config, inputs.files, inputs.results
+    config = inputs.config
     select = options.select if options.select is not None else config.select
     ignore = options.ignore if options.ignore is not None else config.ignore
     rules = select_rules(select, ignore)
@@ -61,31 +61,15 @@ def run(options: RunOptions, progress: Progress | None = None, inputs: RunInputs
         )
     config = replace(config, opt_in=(*config.opt_in, *options.opt_in))
     check_opt_ins(config.opt_in)
-    with InterruptWatch() as interrupts, _collector_paused():
-        current = _Run(options, config, rules, files, progress or (lambda *_: None), interrupts)
+    with InterruptWatch() as interrupts, collector_paused():
+        current = _Run(options, config, rules, inputs, progress or (lambda *_: None), interrupts)
         try:
             result = current.execute()
         except KeyboardInterrupt:
             raise RunInterrupted(current.interrupted_line()) from None
         del current  # freed before the collector is back, whose first collection would walk every scan again
-    if results is not None:
-        results.put(result)
+    inputs.keep(result)
     return result
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    # A run builds millions of objects that all live to its end (every file's scan, the index): each full
-    # collection walks all of them again and frees none, 0.3 s of a cold check of a diffusers checkout in this
-    # process alone, all of it between the workers' scans and the report. What cycles a run makes are few and
-    # small (fixes are planned and applied on values); they are collected once the collector is back.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
 
 
 class _Run:
@@ -94,7 +78,7 @@ class _Run:
         options: RunOptions,
         config: Config,
         rules: list[Rule],
-        files: list[Path],
+        inputs: RunInputs,
         progress: Progress,
         interrupts: InterruptWatch,
     ):
@@ -103,16 +87,16 @@ class _Run:
         self.rules = rules
         self.rule_by_code = {rule.code: rule for rule in rules}
         self.progress = progress
-        self.files = [str(f) for f in files]
+        self.files = [str(f) for f in inputs.files]
         self.in_run = frozenset(self.files)
-        root_of_directory = package_roots({file.parent for file in files})  # each directory looked at once
-        self.roots: dict[str, Path | None] = {str(file): root_of_directory[file.parent] for file in files}
+        root_of_directory = package_roots({file.parent for file in inputs.files})  # each directory looked at once
+        self.roots: dict[str, Path | None] = {str(file): root_of_directory[file.parent] for file in inputs.files}
         self.modules = {path: module_name(Path(path), root) for path, root in self.roots.items()}
         self.trees = {root: TreeInfo.of(root, config.line_length, config.opt_in) for root in set(self.roots.values())}
         self.codes = tuple(rule.code for rule in rules)
         self.keys = ScanKeys(self.trees)
         # Not the rule selection: a file's scan holds each rule's findings apart (see codemods.engine.scan).
-        self.cache = ScanCache(options.cache_dir, self.keys.cache_name)
+        self.cache = ScanCache(options.cache_dir, self.keys.cache_name, inputs.digests)
         self.stats = ScanStats()
         self.used_cache_keys: set[str] = set()
         self.jobs = options.jobs or os.cpu_count() or 1
@@ -133,9 +117,7 @@ class _Run:
         from codemods.analysis.models.frequency import grouped_patterns
 
         result = RunResult(self.options.mode, self.rules, len(self.files), scan_stats=self.stats)
-        digests, unreadable_scans = self.digest_files()
-        scans = {**unreadable_scans, **self.scan_files({path: (key, None) for path, key in digests.items()}, "scan")}
-        scans = {path: scans[path] for path in self.files}  # in path order, however they were computed
+        scans = self.scan_files({path: (key, None) for path, key in self.digest_files().items()}, "scan")
         loose = [Path(path) for path, root in self.roots.items() if root is None]
         index = ProjectIndex(
             {root for root in self.roots.values() if root} | set(loose),
@@ -173,19 +155,19 @@ class _Run:
         """The findings the run may fix, and those in files it may not change (counted in the summary, never fixed)."""
         return [f for f in findings if f.path not in self.frozen], [f for f in findings if f.path in self.frozen]
 
-    def digest_files(self) -> tuple[dict[str, str | None], dict[str, Scan]]:
-        """Each file's scan key (none where the cache is the run's alone: it starts empty and ends with the run, so a
-        key would find nothing and keep nothing anyone asks for), and the scans of the files that cannot be read."""
-        if not self.cache.outlives_run:
-            return dict.fromkeys(self.files), {}  # an unreadable file's scan, which cannot read it, says so
-        digests: dict[str, str | None] = {}
-        unreadable_scans: dict[str, Scan] = {}
+    def digest_files(self) -> dict[str, str | None]:
+        """Each file's scan key: none where the cache is the run's alone (it starts empty and ends with the run, so a
+        key would find nothing and keep nothing anyone asks for), nor yet where it is empty (the workers digest what
+        they scan: `reading_key`), nor where the file cannot be read (its scan, which cannot read it either, says so)."""
+        if not self.cache.outlives_run or self.cache.empty:
+            return dict.fromkeys(self.files)
+        keys: dict[str, str | None] = {}
         for path in self.files:
             try:
-                digests[path] = self.keys.key(path, self.cache.file_digest(path))
-            except OSError as error:
-                unreadable_scans[path] = unreadable(path, error).select(self.codes)
-        return digests, unreadable_scans
+                keys[path] = self.keys.key(path, self.cache.digests.of(path))
+            except OSError:
+                keys[path] = None
+        return keys
 
     def scan_files(self, files: dict[str, tuple[str | None, str | None]], phase: str) -> dict[str, Scan]:
         """Each file's scan under the selected rules, `files` being path -> (scan key or None, text or None to
@@ -193,6 +175,7 @@ class _Run:
         known: dict[str, FileScan] = {}
         partly: dict[str, FileScan] = {}  # cached with some of the selected rules' results missing
         pending: list[ScanJob] = []
+        keeps = self.cache.outlives_run
         for path, (key, text) in files.items():
             cached = self.keys.reused(self.cache.get(key), path) if key is not None else None
             missing = cached.missing(self.codes) if cached is not None else self.codes
@@ -203,22 +186,36 @@ class _Run:
                     continue
                 partly[path] = cached
             root = self.roots[path]
-            pending.append(ScanJob(path, self.modules[path], self.trees[root], missing, text))
+            pending.append(ScanJob(path, self.modules[path], self.trees[root], missing, text, keeps and key is None))
         # Largest first, in small chunks: the workers then finish together (no one left with the big files).
         pending.sort(key=lambda job: -job.size())
         self.progress(phase, len(known), len(files))
         ahead = ReadAhead(self.rules, self.cache.file_memo) if phase == "scan" and self.parallel(pending) else None
-        for scan in self.map(run_scan_job, pending, phase, already=len(known), total=len(files)):
+        scan_job = run_kept_scan_job if keeps else run_scan_job
+        for done in self.map(scan_job, pending, phase, already=len(known), total=len(files)):
+            pickled, reading = done if keeps else (None, None)
+            scan = pickle.loads(pickled) if pickled is not None else done
+            key = files[scan.path][0] or self.reading_key(scan.path, reading)
             if ahead is not None:
                 ahead.scanned(scan)
-            key = files[scan.path][0]
-            known[scan.path] = partly[scan.path].merged(scan) if scan.path in partly else scan
+            if scan.path in partly:  # what is kept is the merged scan, not the worker's
+                known[scan.path], pickled = partly[scan.path].merged(scan), None
+            else:
+                known[scan.path] = scan
             if scan.cacheable and key is not None:
-                self.cache.put(key, known[scan.path])
+                self.cache.put(key, known[scan.path], pickled)
             self.stats.files_parsed += 1
             self.stats.rule_results_computed += len(scan.rules)
         self.used_cache_keys.update(key for key, _ in files.values() if key is not None)
         return {path: known[path].select(self.codes) for path in files}
+
+    def reading_key(self, path: str, reading: tuple[int, int, str] | None) -> str | None:
+        """The key of a scan of `reading`, a worker's reading of the file (none where it could not read it)."""
+        if reading is None:
+            return None
+        key = self.keys.key(path, self.cache.digests.seen(path, reading))
+        self.used_cache_keys.add(key)
+        return key
 
     def scan_texts(self, texts: dict[str, str]) -> dict[str, Scan]:
         """Scans of rewritten texts, keyed (and cached) as the scans of the files once written (UTF-8)."""

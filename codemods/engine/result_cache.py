@@ -1,7 +1,7 @@
 """A whole `--check` result, kept by the digests of everything it was computed from.
 
 A warm run over an unchanged tree then does no analysis at all: it stats the files (their digests
-come from the scan cache's (size, mtime_ns) index), finds the result, and never imports a rule.
+come from the cache's (size, mtime_ns) index, `FileDigests`), finds the result, and never imports a rule.
 The key is conservative: anything the engine reads to produce the result is in it, and a key
 that differs only in a way that cannot matter is merely a miss:
 - the tool's own source (`tool_digest`), the run's options and the loaded configuration (which
@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemods.engine.cache import ResultStore, ScanCache, content_digest, tool_digest
+from codemods.engine.cache import FileDigests, ResultStore, content_digest, file_state, tool_digest
 from codemods.engine.run_result import Mode, RunOptions, RunResult, ScanStats
 from codemods.findings import Finding
 from codemods.project.config import Config
@@ -39,48 +39,66 @@ _MAX_RESULTS = 16
 class ResultCache:
     """The result of one check, if an earlier run computed it from the same inputs."""
 
-    def __init__(self, directory: Path, options: RunOptions, config: Config, files: list[Path]) -> None:
-        self._digests = ScanCache(directory, "results")  # for its index of file digests only
+    def __init__(self, directory: Path, options: RunOptions, config: Config, files: list[Path], digests: FileDigests):
+        self._digests = digests
         self._store = ResultStore(directory, keep=_MAX_RESULTS)
-        self.key = self._key(options, config, files)
+        self._head = self._key_head(options, config)  # read now: what the run uses
+        self._inputs = sorted(self._inputs_of(files, options.context))
+        # A first run finds nothing here, so its key waits for the digests its workers make of the files they scan
+        # (codemods/engine/entry.py), and holds only where each digest's reading found the file as it is now.
+        self._first_run_states = {path: file_state(path) for path in self._inputs} if self._store.empty else None
+        self.key = self._key() if self._first_run_states is None else None
 
     @classmethod
-    def of(cls, options: RunOptions, config: Config, files: list[Path]) -> ResultCache | None:
+    def of(cls, options: RunOptions, config: Config, files: list[Path], digests: FileDigests) -> ResultCache | None:
         """The cache for a check that uses one; None for any other run (and when an input cannot be read)."""
         if options.mode is not Mode.CHECK or options.cache_dir is None:
             return None
         try:
-            return cls(options.cache_dir, options, config, files)
+            return cls(options.cache_dir, options, config, files, digests)
         except OSError:
             return None  # the run reports what it cannot read
 
     def get(self) -> RunResult | None:
-        found = self._store.get(self.key)
+        found = self._store.get(self.key) if self.key is not None else None
         if found is None:
             return None
         result, codes = found
         return replace(result, rules=SelectedRules(codes), scan_stats=ScanStats(result_reused=True))
 
     def put(self, result: RunResult) -> None:
+        key = self.key or self._first_run_key()
+        if key is None:
+            return
         # The rules by code: they are the tool's code, which the key holds, and loading them costs an import each.
         # The findings without what only the rules' `resolve` reads of them (`Finding.extra`): no report does, and
         # loading its values (the rules' own types) would import the rules' and analyses' modules.
         kept = replace(
             result, rules=[], findings=_without_extra(result.findings), skipped=_without_extra(result.skipped)
         )
-        self._store.put(self.key, (kept, tuple(rule.code for rule in result.rules)))
-        self._digests.save(set())
+        self._store.put(key, (kept, tuple(rule.code for rule in result.rules)))
 
-    def _key(self, options: RunOptions, config: Config, files: list[Path]) -> str:
-        parts = [f"{tool_digest()}|{replace(options, jobs=0, cache_dir=None)!r}|{config!r}|{Path.cwd()}".encode()]
-        if config.pyproject is not None:
-            parts.append(config.pyproject.read_bytes())
-        inputs = sorted(self._inputs(files, options.context))
-        parts.append("".join(f"\0{path}\0{self._digests.file_digest(path)}" for path in inputs).encode())
-        return content_digest(b"".join(parts))
+    def _first_run_key(self) -> str | None:
+        """A first run's key; None where an input changed (or went) after the run began: its result may be of either."""
+        try:
+            key = self._key()
+        except OSError:
+            return None
+        states = self._first_run_states or {}
+        return key if all(self._digests.state(path) == state for path, state in states.items()) else None
 
     @staticmethod
-    def _inputs(files: list[Path], context: Path | None) -> set[str]:
+    def _key_head(options: RunOptions, config: Config) -> bytes:
+        """All of the key but the files' digests."""
+        head = f"{tool_digest()}|{replace(options, jobs=0, cache_dir=None)!r}|{config!r}|{Path.cwd()}".encode()
+        return head + config.pyproject.read_bytes() if config.pyproject is not None else head
+
+    def _key(self) -> str:
+        files = "".join(f"\0{path}\0{self._digests.of(path)}" for path in self._inputs)
+        return content_digest(self._head + files.encode())
+
+    @staticmethod
+    def _inputs_of(files: list[Path], context: Path | None) -> set[str]:
         """Every file the run may read: its own, the rest of their trees, what the trees are checked against,
         and the `--context` package that files outside any package look classes up in."""
         inputs = {str(file) for file in files}

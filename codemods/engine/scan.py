@@ -12,10 +12,12 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cache
+from pathlib import Path
 
+from codemods.engine.cache import content_digest, file_state, pickle_entry
 from codemods.findings import FileError, Finding
 from codemods.project.facts import FileFacts, extract_facts
-from codemods.project.files import SourceDecodeError, read_source
+from codemods.project.files import SourceDecodeError, decode_source
 from codemods.project.index import TreeInfo
 from codemods.rules import select_rules
 from codemods.rules.base import Rule
@@ -81,6 +83,7 @@ class ScanJob:
     tree: TreeInfo
     rule_codes: tuple[str, ...]
     text: str | None = None  # a rewritten text to scan instead of the file on disk
+    digested: bool = False  # its key is made of the bytes it reads (`run_kept_scan_job`): no one looked it up first
 
     def size(self) -> int:
         """How much it scans (0 for a file that cannot be read: its scan says so)."""
@@ -96,9 +99,29 @@ def run_scan_job(job: ScanJob) -> FileScan:
     if job.text is not None:
         return scan_text(job.path, job.module, job.text, job.tree, _rules(job.rule_codes))
     try:
-        text = read_source(job.path).text
+        data = Path(job.path).read_bytes()
     except OSError as error:
         return unreadable(job.path, error)
+    return _scan_bytes(job, data)
+
+
+def run_kept_scan_job(job: ScanJob) -> tuple[bytes, tuple[int, int, str] | None]:
+    """`run_scan_job` for a run that keeps its scans: the scan pickled as the cache keeps it (`pickle_entry`: the
+    worker's time, not the run's own process's as it saves), and where `job.digested`, the reading the scan was of
+    (size, mtime_ns from before reading, `content_digest` of the bytes; None where unreadable): its key."""
+    if job.text is not None or not job.digested:
+        return pickle_entry(run_scan_job(job)), None
+    try:
+        state = file_state(job.path)
+        data = Path(job.path).read_bytes()
+    except OSError as error:
+        return pickle_entry(unreadable(job.path, error)), None
+    return pickle_entry(_scan_bytes(job, data)), (*state, content_digest(data))
+
+
+def _scan_bytes(job: ScanJob, data: bytes) -> FileScan:
+    try:
+        text = decode_source(data)[0]
     except SourceDecodeError as error:
         return FileScan(job.path, None, FileError(job.path, str(error)))
     return scan_text(job.path, job.module, text, job.tree, _rules(job.rule_codes))
