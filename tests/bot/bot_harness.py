@@ -7,11 +7,7 @@ module would shadow theirs. Test modules import the fixtures below by name.
 
 from __future__ import annotations
 
-import atexit
-import functools
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,7 +15,7 @@ from typing import Any
 
 import pytest
 from diffusers_tree import PACKAGE, tree_files
-from github_double import GitHubDouble, create_bare_remote, push_branch
+from github_double import GitHubDouble, create_bare_remote
 
 from bot.github.api import ClientSettings
 from bot.runner import BotOptions
@@ -116,21 +112,9 @@ class FakeVerifier:
 def remote_fixture(tmp_path: Path) -> Iterator[GitHubDouble]:
     """A running double, its bare remote's `main` holding the diffusers-like tree."""
     bare_repo = tmp_path / "remote.git"
-    shutil.copytree(_seeded_remote(), bare_repo)
+    create_bare_remote(bare_repo, files=tree_files)  # seeded once per process, copied here
     with GitHubDouble(bare_repo) as double:
         yield double
-
-
-@functools.cache
-def _seeded_remote() -> Path:
-    """The remote every `remote` starts from, made once per process and copied: pushing the tree takes seven git
-    processes, a copy none."""
-    scratch = Path(tempfile.mkdtemp(prefix="bot-remote-"))
-    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
-    bare_repo = scratch / "remote.git"
-    create_bare_remote(bare_repo)
-    push_branch(bare_repo, "main", tree_files())
-    return bare_repo
 
 
 @pytest.fixture(name="options")

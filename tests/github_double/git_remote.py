@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 # Fixed identity and dates keep commits reproducible and independent of the machine's git config.
@@ -76,15 +77,19 @@ class GitRemote:
         return result.returncode == 0
 
 
-def create_bare_remote(bare_repo: Path, default_branch: str = "main") -> GitRemote:
-    """Make a bare repository whose default branch holds one commit, like a freshly created GitHub repo."""
-    shutil.copytree(_fresh_remote(default_branch), bare_repo)
+def create_bare_remote(
+    bare_repo: Path, default_branch: str = "main", files: Callable[[], dict[str, str]] | None = None
+) -> GitRemote:
+    """Make a bare repository whose default branch holds one commit, like a freshly created GitHub repo, and a
+    second one of `files()` where given."""
+    shutil.copytree(_fresh_remote(default_branch, files), bare_repo)
     return GitRemote(bare_repo)
 
 
 @functools.cache
-def _fresh_remote(default_branch: str) -> Path:
-    """A fresh remote, made once per process and copied for each test: making one takes five git processes."""
+def _fresh_remote(default_branch: str, files: Callable[[], dict[str, str]] | None) -> Path:
+    """A fresh remote, made once per process and copied for each test: making one takes five git processes, and
+    pushing `files()` seven more."""
     scratch = Path(tempfile.mkdtemp(prefix="github-double-remote-"))
     atexit.register(shutil.rmtree, scratch, ignore_errors=True)
     bare_repo = scratch / "remote.git"
@@ -95,6 +100,8 @@ def _fresh_remote(default_branch: str) -> Path:
     _git("add", "README.md", cwd=seed)
     _git("commit", "--quiet", "-m", "Initial commit", cwd=seed)
     _git("push", "--quiet", "origin", f"HEAD:refs/heads/{default_branch}", cwd=seed)
+    if files is not None:
+        push_branch(bare_repo, default_branch, files(), base=default_branch)
     return bare_repo
 
 
