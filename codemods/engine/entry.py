@@ -157,9 +157,9 @@ class _Run:
 
     def digest_files(self) -> dict[str, str | None]:
         """Each file's scan key: none where the cache is the run's alone (it starts empty and ends with the run, so a
-        key would find nothing and keep nothing anyone asks for), nor yet where it is empty (the workers digest what
-        they scan: `reading_key`), nor where the file cannot be read (its scan, which cannot read it either, says so)."""
-        if not self.cache.outlives_run or self.cache.empty:
+        key would find nothing and keep nothing anyone asks for), nor yet where it is empty and workers scan (they
+        digest what they read: `reading_key`), nor where the file cannot be read (its scan, which cannot read it either, says so)."""
+        if not self.cache.outlives_run or (self.cache.empty and self.parallel(self.files)):
             return dict.fromkeys(self.files)
         keys: dict[str, str | None] = {}
         for path in self.files:
@@ -190,11 +190,14 @@ class _Run:
         # Largest first, in small chunks: the workers then finish together (no one left with the big files).
         pending.sort(key=lambda job: -job.size())
         self.progress(phase, len(known), len(files))
-        ahead = ReadAhead(self.rules, self.cache.file_memo) if phase == "scan" and self.parallel(pending) else None
-        scan_job = run_kept_scan_job if keeps else run_scan_job
+        by_workers = self.parallel(pending)
+        ahead = ReadAhead(self.rules, self.cache.file_memo) if phase == "scan" and by_workers else None
+        # Workers hand over the scans they pickled as the cache keeps them; this process pickles only its own.
+        kept_by_workers = keeps and by_workers
+        scan_job = run_kept_scan_job if kept_by_workers else run_scan_job
         for done in self.map(scan_job, pending, phase, already=len(known), total=len(files)):
-            pickled, reading = done if keeps else (None, None)
-            scan = pickle.loads(pickled) if pickled is not None else done
+            pickled, reading = done if kept_by_workers else (None, None)
+            scan = pickle.loads(pickled) if kept_by_workers else done
             key = files[scan.path][0] or self.reading_key(scan.path, reading)
             if ahead is not None:
                 ahead.scanned(scan)
